@@ -1,0 +1,125 @@
+/// Internal helpers shared by the kernels of every tier (header-only, no ISA
+/// flags needed) and the prototypes of every variant in the family lists.
+#ifndef QK_INTERNAL_H
+#define QK_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qk/kernels.h"
+#include "qk_build_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- prototypes of every listed variant ---- */
+#define QK_QUANTIZE(fmt, tier) int qk_quantize_##fmt##__##tier(const float *x, size_t ldx, const qk_qmat *out);
+#include "list/quantize.inc"
+#undef QK_QUANTIZE
+#define QK_DEQUANTIZE(fmt, tier) void qk_dequantize_##fmt##__##tier(const qk_qmat *w, float *y, size_t ldy);
+#include "list/dequantize.inc"
+#undef QK_DEQUANTIZE
+#define QK_ACTQUANT(rule, tier) int qk_actquant_##rule##__##tier(const float *x, size_t ldx, const qk_qact *out);
+#include "list/actquant.inc"
+#undef QK_ACTQUANT
+#define QK_MATMUL(stem, tier, op, fmt, mode, mr, nr) void stem(const qk_matmul_args *a);
+#define QK_MATMUL_PACKED(stem, tier, op, fmt, mode, mr, nr)                                         \
+    void stem(const qk_matmul_args *a);                                                             \
+    size_t stem##_pack_size(const qk_qmat *w);                                                      \
+    void stem##_pack(const qk_qmat *w, void *packed);                                               \
+    size_t stem##_packed_offset(const qk_qmat *w, size_t n0);
+#include "list/matmul.inc"
+#undef QK_MATMUL
+#undef QK_MATMUL_PACKED
+
+/* ---- scalar helpers (exact; used by the reference and by SIMD tails) ---- */
+
+/// Block sizes of the llama.cpp formats.
+enum { QK_QK4_0 = 32, QK_Q4_0_BYTES = 18, QK_Q8_0_BYTES = 34 };
+
+static inline float qk_round_half_away(float v) { return roundf(v); }
+
+/// fp32 -> fp16, round to nearest even, identical to F16C's vcvtps2ph (imm 0)
+/// for every input, subnormals and NaN payloads included. Needs the default
+/// rounding mode and no flush-to-zero (the library is built without fast-math).
+static inline uint16_t qk_f2h(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* Inf, or NaN made quiet with its payload's top bits */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to Inf */
+    if (ax >= 0x38800000u) {                                  /* normal half */
+        ax += 0xc8000fffu + ((ax >> 13) & 1u);                /* rebias exponent, round to even */
+        return (uint16_t)(sign | (ax >> 13));
+    }
+    /* subnormal half: let the FPU round by adding 0.5f (its ulp is 2^-24) */
+    float a, magic = 0.5f;
+    memcpy(&a, &ax, 4);
+    a += magic;
+    uint32_t r, m;
+    memcpy(&r, &a, 4);
+    memcpy(&m, &magic, 4);
+    return (uint16_t)(sign | (r - m));
+}
+
+static inline float qk_h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, x;
+    if (em >= 0x7c00u) x = sign | 0x7f800000u | ((em & 0x3ffu) << 13);
+    else if (em >= 0x0400u) x = sign | ((em << 13) + 0x38000000u);
+    else {
+        float v = (float)em * 0x1p-24f;
+        memcpy(&x, &v, 4);
+        x |= sign;
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/// The inverse scale every tier multiplies by: 1/s, or 0 when s is 0 or so
+/// small (|s| < 1/FLT_MAX, a denormal f32 group) that 1/s overflows; such a
+/// group gets all-zero codes, exactly as an all-zero group does.
+static inline float qk_inv_scale(float s) {
+    float id = 1.0f / s;
+    return isinf(id) ? 0.0f : id;
+}
+
+static inline float qk_load_scale(const void *p, size_t i, qk_scale_type st) {
+    if (st == QK_SCALE_F16) return qk_h2f(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/// Round a scale to its storage type, store it, and return the stored value.
+/// Sets *bad |= QK_ROW_RANGE if an f16 scale overflows.
+static inline float qk_store_scale(void *p, size_t i, qk_scale_type st, float v, int *bad) {
+    if (st == QK_SCALE_F16) {
+        uint16_t h = qk_f2h(v);
+        if ((h & 0x7c00u) == 0x7c00u) *bad |= QK_ROW_RANGE;
+        ((uint16_t *)p)[i] = h;
+        return qk_h2f(h);
+    }
+    ((float *)p)[i] = v;
+    return v;
+}
+
+static inline uint16_t qk_rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline void qk_wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/// Scale storage size in bytes.
+static inline size_t qk_scale_size(qk_scale_type st) { return st == QK_SCALE_F16 ? 2 : 4; }
+
+/// Record an error message for qk_last_error(); returns s.
+qk_status qk_fail(qk_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void qk_clear_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
