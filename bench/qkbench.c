@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
 #include "qk/kernels.h"
 #include "qk_build_config.h"
 #include "topology.h"
@@ -16,10 +17,8 @@ typedef struct command {
     const char *issue; /* what will bring it */
 } command;
 
-static int cmd_info(int argc, char **argv);
-
 static const command commands[] = {
-    {"info", "CPU, features (and OS support), topology, and the kernel chosen for every op and mode", cmd_info, NULL},
+    {"info", "CPU, features (and OS support), topology, and the kernel chosen for every op and mode", qk_cmd_info, NULL},
     {"probe", "measure this machine's limits: cache/DRAM bandwidth, FMA and int8-dot peaks", NULL, "the benchmark issue"},
     {"bench", "throughput of every kernel (Google Benchmark), with % of roofline", NULL, "the benchmark issue"},
     {"accuracy", "error against the FP32 reference, split into its sources", NULL, "the accuracy issue"},
@@ -44,7 +43,7 @@ static void usage(FILE *f) {
 }
 
 /* --isa TIER: lower the cap; returns 0 or prints an error and returns 2. */
-static int apply_isa(const char *v) {
+int qk_cli_apply_isa(const char *v) {
     qk_tier t;
     if (!v) {
         fprintf(stderr, "qkbench: --isa needs a tier name\n");
@@ -64,7 +63,7 @@ static void print_bytes(uint64_t b) {
     else printf("%.0f KiB", (double)b / 1024);
 }
 
-static int cmd_info(int argc, char **argv) {
+int qk_cmd_info(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: qkbench info [--isa TIER]\n"
@@ -72,7 +71,7 @@ static int cmd_info(int argc, char **argv) {
                    "the usable ISA tiers, the hwloc topology, and the kernel chosen for every op and mode.\n");
             return 0;
         } else if (!strcmp(argv[i], "--isa")) {
-            if (apply_isa(i + 1 < argc ? argv[++i] : NULL)) return 2;
+            if (qk_cli_apply_isa(i + 1 < argc ? argv[++i] : NULL)) return 2;
         } else {
             fprintf(stderr, "qkbench info: unknown option '%s' (see qkbench info --help)\n", argv[i]);
             return 2;
@@ -144,6 +143,14 @@ static int cmd_info(int argc, char **argv) {
     return 0;
 }
 
+/* Replaced by the full default suite (info, probe, quick bench, accuracy summary) as those land. */
+int qk_cmd_default(int argc, char **argv) {
+    (void)argc;
+    char *args[] = {"info", NULL};
+    (void)argv;
+    return qk_cmd_info(1, args);
+}
+
 int main(int argc, char **argv) {
     int i = 1;
     while (i < argc && argv[i][0] == '-') {
@@ -151,7 +158,7 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--isa")) {
-            if (apply_isa(i + 1 < argc ? argv[i + 1] : NULL)) return 2;
+            if (qk_cli_apply_isa(i + 1 < argc ? argv[i + 1] : NULL)) return 2;
             i += 2;
         } else {
             fprintf(stderr, "qkbench: unknown option '%s'\n\n", argv[i]);
@@ -164,8 +171,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (i == argc) { /* the default run; grows with the benchmark and accuracy issues */
-        char *args[] = {"info", NULL};
-        return cmd_info(1, args);
+        char *args[] = {"qkbench", NULL};
+        return qk_cmd_default(1, args);
     }
     for (size_t c = 0; c < NCOMMANDS; c++) {
         if (strcmp(argv[i], commands[c].name) != 0) continue;
