@@ -1,0 +1,437 @@
+/* Weight quantization, AVX-512 (F/BW/DQ/VL): bit-exact with
+ * kernels/ref/quantize_scalar.c for every format, group size and scale type.
+ *
+ * Groups are taken 16 at a time in row-major order across rows (the scales
+ * and codes of consecutive groups are contiguous): a first pass finds each
+ * group's absmax (or min and max) as a vector, a transposed reduction turns
+ * the 16 vectors into one vector of 16 group statistics, the scales and
+ * inverse scales are computed 16 at a time, and a second pass (data now in
+ * L1) writes the codes. g = 32/64/128/256 have unrolled paths; any other g
+ * (g = K, not always a multiple of 16) takes a general path with masked tails.
+ * A group holding NaN or Inf is skipped and reported (QK_ROW_NONFINITE).
+ *
+ * With f32 scales the clamp of the reference never acts (|x·id| stays within
+ * a rounding error of the code range), so it is applied with f16 scales only. */
+#include "x86/avx512/avx512_common.h"
+
+#define QK_INLINE static inline __attribute__((always_inline))
+
+enum { CHUNK = 16 };
+
+/* ---- code packing ---- */
+
+/* 64 int32 codes (-128..127) in a, b, c, d -> 64 int8 in order. */
+QK_INLINE __m512i pack64_epi8(__m512i a, __m512i b, __m512i c, __m512i d) {
+    __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), q);
+}
+
+/* 64 int32 codes (0..15 after adding `off`) in a, b, c, d -> 32 bytes, two
+ * codes per byte (element 2i low nibble, 2i+1 high nibble). */
+QK_INLINE __m256i pack64_nibbles(__m512i a, __m512i b, __m512i c, __m512i d, int off) {
+    __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d)); /* lane L: a_L b_L c_L d_L */
+    if (off) q = _mm512_add_epi8(q, _mm512_set1_epi8((char)off));
+    __m256i n = _mm512_cvtepi16_epi8(_mm512_or_si512(q, _mm512_srli_epi16(q, 4))); /* 16-bit unit 4L+s */
+    return _mm256_permutexvar_epi16(_mm256_setr_epi16(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), n);
+}
+
+/* 32 int32 codes (0..15 after adding off) -> 16 bytes of nibbles (tails). */
+QK_INLINE __m128i pack32_nibbles(__m512i a, __m512i b, int off) {
+    __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(a)), _mm512_cvtepi32_epi8(b), 1);
+    if (off) c = _mm256_add_epi8(c, _mm256_set1_epi8((char)off));
+    return _mm256_cvtepi16_epi8(_mm256_or_si256(c, _mm256_srli_epi16(c, 4)));
+}
+
+/* ---- symmetric formats (w4s, w8s) ---- */
+
+QK_INLINE __m512i sym_codes(__m512 x, __m512 id, float qmax, int clamp) {
+    __m512 v = _mm512_mul_ps(x, id);
+    if (clamp) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-qmax)), _mm512_set1_ps(qmax));
+    return qk512_cvt_round_away(v);
+}
+
+/* Scales of 16 groups from their absmax bits; returns the groups to quantize. */
+QK_INLINE __mmask16 sym_scales(__m512i amax, size_t n, float qmax, const qk_qmat *out, size_t G0, float *ids, int *bad) {
+    __mmask16 live = qk512_mask16(n);
+    __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    live &= (__mmask16)~nonfinite;
+    __m512 s = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(qmax));
+    s = qk512_store_scales(out->scales, G0, out->scale_type, live, s, bad);
+    _mm512_storeu_ps(ids, qk512_inv_scale(s));
+    return live;
+}
+
+/* General path: any g, any number n <= 16 of groups. */
+static void sym_general(const float *const *p, size_t n, size_t g, int w8, const qk_qmat *out, size_t G0, int *bad) {
+    float qmax = w8 ? 127.0f : 7.0f, ids[CHUNK];
+    int clamp = out->scale_type == QK_SCALE_F16;
+    __m512i am[CHUNK];
+    for (size_t i = 0; i < n; i++) am[i] = qk512_absbits_max(p[i], g);
+    for (size_t i = n; i < CHUNK; i++) am[i] = _mm512_setzero_si512();
+    __mmask16 live = sym_scales(qk512_reduce16_max_epu32(am), n, qmax, out, G0, ids, bad);
+    for (size_t i = 0; i < n; i++) {
+        if (!((live >> i) & 1)) continue;
+        __m512 id = _mm512_set1_ps(ids[i]);
+        const float *x = p[i];
+        size_t k = 0;
+        if (w8) {
+            int8_t *dst = (int8_t *)out->codes + (G0 + i) * g;
+            for (; k + 16 <= g; k += 16)
+                _mm_storeu_si128((__m128i *)(dst + k), _mm512_cvtepi32_epi8(sym_codes(_mm512_loadu_ps(x + k), id, qmax, clamp)));
+            if (k < g) {
+                __mmask16 m = qk512_mask16(g - k);
+                _mm_mask_storeu_epi8(dst + k, m, _mm512_cvtepi32_epi8(sym_codes(_mm512_maskz_loadu_ps(m, x + k), id, qmax, clamp)));
+            }
+        } else {
+            uint8_t *dst = out->codes + (G0 + i) * g / 2;
+            for (; k < g; k += 32) { /* g is even */
+                size_t t = g - k;
+                __m512i a = sym_codes(_mm512_maskz_loadu_ps(qk512_mask16(t), x + k), id, qmax, clamp);
+                __m512i b = sym_codes(_mm512_maskz_loadu_ps(qk512_mask16(t > 16 ? t - 16 : 0), x + k + 16), id, qmax, clamp);
+                _mm_mask_storeu_epi8(dst + k / 2, qk512_mask16(t / 2), pack32_nibbles(a, b, 8));
+            }
+        }
+    }
+}
+
+/* 16 groups of a fixed g (a multiple of 32, <= 256). */
+QK_INLINE void sym_fast(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, int *bad) {
+    const float qmax = w8 ? 127.0f : 7.0f;
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i am[CHUNK];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab);
+        __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab);
+        for (size_t k = 32; k < g; k += 32) {
+            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k)), ab));
+            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k + 16)), ab));
+        }
+        am[i] = _mm512_max_epu32(m0, m1);
+    }
+    float ids[CHUNK];
+    __mmask16 live = sym_scales(qk512_reduce16_max_epu32(am), CHUNK, qmax, out, G0, ids, bad);
+    if (live != 0xffff) { /* a group with NaN/Inf: redo this chunk carefully (its scales are already right) */
+        for (size_t i = 0; i < CHUNK; i++)
+            if ((live >> i) & 1) sym_general(p + i, 1, g, w8, out, G0 + i, bad);
+        return;
+    }
+    if (w8) {
+        int8_t *dst = (int8_t *)out->codes + G0 * g;
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m512 id = _mm512_set1_ps(ids[i]);
+            for (size_t k = 0; k < g; k += 32) {
+                __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
+                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
+                _mm_storeu_si128((__m128i *)(dst + i * g + k), _mm512_cvtepi32_epi8(a));
+                _mm_storeu_si128((__m128i *)(dst + i * g + k + 16), _mm512_cvtepi32_epi8(b));
+            }
+        }
+    } else {
+        uint8_t *dst = out->codes + G0 * g / 2;
+        if (g == 32) {
+            for (size_t i = 0; i < CHUNK; i += 2) {
+                __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+                __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
+                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
+                __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
+                __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
+                _mm256_storeu_si256((__m256i *)(dst + i * 16), pack64_nibbles(a, b, c, d, 8));
+            }
+        } else {
+            for (size_t i = 0; i < CHUNK; i++) {
+                __m512 id = _mm512_set1_ps(ids[i]);
+                for (size_t k = 0; k < g; k += 64) {
+                    __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
+                    __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
+                    __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
+                    __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
+                    _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), pack64_nibbles(a, b, c, d, 8));
+                }
+            }
+        }
+    }
+}
+
+#define SYM_FAST_CASES(w8, clamp)                                                                   \
+    switch (g) {                                                                                    \
+    case 32: sym_fast(p, 32, w8, clamp, out, G0, &bad); break;                                     \
+    case 64: sym_fast(p, 64, w8, clamp, out, G0, &bad); break;                                     \
+    case 128: sym_fast(p, 128, w8, clamp, out, G0, &bad); break;                                   \
+    default: sym_fast(p, 256, w8, clamp, out, G0, &bad); break;                                    \
+    }
+
+static int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, int w8) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, r = 0, j = 0;
+    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
+    int fast = g == 32 || g == 64 || g == 128 || g == 256;
+    for (size_t G0 = 0; G0 < total; G0 += CHUNK) {
+        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
+        const float *p[CHUNK];
+        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
+        if (!fast || n < CHUNK) sym_general(p, n, g, w8, out, G0, &bad);
+        else if (w8 && clamp) SYM_FAST_CASES(1, 1)
+        else if (w8) SYM_FAST_CASES(1, 0)
+        else if (clamp) SYM_FAST_CASES(0, 1)
+        else SYM_FAST_CASES(0, 0)
+    }
+    return bad;
+}
+
+int qk_quantize_w4s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
+int qk_quantize_w8s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
+
+/* ---- w4a ---- */
+
+/* The reference's fminf/fmaxf keep the first of equal values, so when a
+ * group's min (max) is zero its sign is that of the group's first zero. */
+static float first_zero(const float *x, size_t g) {
+    for (size_t k = 0; k < g; k += 16) {
+        __mmask16 m = qk512_mask16(g - k);
+        m = _mm512_mask_cmpeq_ps_mask(m, _mm512_maskz_loadu_ps(m, x + k), _mm512_setzero_ps());
+        if (m) return x[k + (size_t)__builtin_ctz(m)];
+    }
+    return 0.0f;
+}
+
+QK_INLINE __m512i w4a_codes(__m512 x, __m512 m, __m512 id, int clamp) {
+    __m512 v = _mm512_mul_ps(_mm512_sub_ps(x, m), id);
+    if (clamp) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(15.0f));
+    /* v >= 0 (or -0): round half away is trunc(v + 0.49999997f) */
+    return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_set1_ps(0.49999997f)));
+}
+
+/* Scales of 16 groups from their min and max vectors; returns the groups to quantize. */
+static __mmask16 w4a_scales(const __m512 *vmn, const __m512 *vmx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g,
+                            const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+    __m512 mn = qk512_reduce16_min_ps(vmn), mx = qk512_reduce16_max_ps(vmx);
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    __mmask16 live = qk512_mask16(n) & (__mmask16)~nonfinite;
+    __mmask16 zero = _mm512_mask_cmpeq_ps_mask(live, mn, _mm512_setzero_ps()) | _mm512_mask_cmpeq_ps_mask(live, mx, _mm512_setzero_ps());
+    if (zero) {
+        float fmn[CHUNK], fmx[CHUNK];
+        _mm512_storeu_ps(fmn, mn);
+        _mm512_storeu_ps(fmx, mx);
+        for (size_t i = 0; i < n; i++)
+            if ((zero >> i) & 1) {
+                float z = first_zero(p[i], g);
+                if (fmn[i] == 0.0f) fmn[i] = z;
+                if (fmx[i] == 0.0f) fmx[i] = z;
+            }
+        mn = _mm512_loadu_ps(fmn);
+        mx = _mm512_loadu_ps(fmx);
+    }
+    __m512 d = _mm512_div_ps(_mm512_sub_ps(mx, mn), _mm512_set1_ps(15.0f));
+    if (_mm512_mask_fpclass_ps_mask(live, d, 0x99)) *bad |= QK_ROW_RANGE; /* max - min overflows f32 */
+    mn = qk512_store_scales(out->mins, G0, out->scale_type, live, mn, bad);
+    d = qk512_store_scales(out->scales, G0, out->scale_type, live, d, bad);
+    _mm512_storeu_ps(ids, qk512_inv_scale(d));
+    _mm512_storeu_ps(ms, mn);
+    return live;
+}
+
+static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
+    int clamp = out->scale_type == QK_SCALE_F16;
+    __m512 vmn[CHUNK], vmx[CHUNK];
+    __mmask16 nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        __m512 mn = _mm512_set1_ps(INFINITY), mx = _mm512_set1_ps(-INFINITY);
+        __mmask16 nf = 0;
+        for (size_t k = 0; k < g; k += 16) {
+            __mmask16 m = qk512_mask16(g - k);
+            __m512 v = _mm512_maskz_loadu_ps(m, p[i] + k);
+            nf |= _mm512_mask_fpclass_ps_mask(m, v, 0x99);
+            mn = _mm512_mask_min_ps(mn, m, mn, v);
+            mx = _mm512_mask_max_ps(mx, m, mx, v);
+        }
+        vmn[i] = mn;
+        vmx[i] = mx;
+        if (nf) nonfinite |= (__mmask16)(1u << i);
+    }
+    for (size_t i = n; i < CHUNK; i++) vmn[i] = vmx[i] = _mm512_setzero_ps();
+    float ids[CHUNK], ms[CHUNK];
+    __mmask16 live = w4a_scales(vmn, vmx, n, nonfinite, p, g, out, G0, ids, ms, bad);
+    for (size_t i = 0; i < n; i++) {
+        if (!((live >> i) & 1)) continue;
+        __m512 id = _mm512_set1_ps(ids[i]), m = _mm512_set1_ps(ms[i]);
+        uint8_t *dst = out->codes + (G0 + i) * g / 2;
+        for (size_t k = 0; k < g; k += 32) {
+            size_t t = g - k;
+            __m512i a = w4a_codes(_mm512_maskz_loadu_ps(qk512_mask16(t), p[i] + k), m, id, clamp);
+            __m512i b = w4a_codes(_mm512_maskz_loadu_ps(qk512_mask16(t > 16 ? t - 16 : 0), p[i] + k + 16), m, id, clamp);
+            _mm_mask_storeu_epi8(dst + k / 2, qk512_mask16(t / 2), pack32_nibbles(a, b, 0));
+        }
+    }
+}
+
+QK_INLINE void w4a_fast(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, int *bad) {
+    __m512 vmn[CHUNK], vmx[CHUNK];
+    __m512i ninf = _mm512_setzero_si512();
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m512 v0 = _mm512_loadu_ps(p[i]), v1 = _mm512_loadu_ps(p[i] + 16);
+        __m512 mn = _mm512_min_ps(v0, v1), mx = _mm512_max_ps(v0, v1);
+        __m512i nb = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
+        for (size_t k = 32; k < g; k += 32) {
+            v0 = _mm512_loadu_ps(p[i] + k);
+            v1 = _mm512_loadu_ps(p[i] + k + 16);
+            mn = _mm512_min_ps(mn, _mm512_min_ps(v0, v1));
+            mx = _mm512_max_ps(mx, _mm512_max_ps(v0, v1));
+            nb = _mm512_max_epu32(nb, _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab),
+                                                       _mm512_and_si512(_mm512_castps_si512(v1), ab)));
+        }
+        vmn[i] = mn;
+        vmx[i] = mx;
+        ninf = _mm512_max_epu32(ninf, nb);
+    }
+    if (_mm512_cmpge_epu32_mask(ninf, _mm512_set1_epi32(0x7f800000))) { /* some group has NaN/Inf */
+        w4a_general(p, CHUNK, g, out, G0, bad);
+        return;
+    }
+    float ids[CHUNK], ms[CHUNK];
+    w4a_scales(vmn, vmx, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+    uint8_t *dst = out->codes + G0 * g / 2;
+    if (g == 32) {
+        for (size_t i = 0; i < CHUNK; i += 2) {
+            __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+            __m512 m0 = _mm512_set1_ps(ms[i]), m1 = _mm512_set1_ps(ms[i + 1]);
+            __m512i a = w4a_codes(_mm512_loadu_ps(p[i]), m0, id0, clamp);
+            __m512i b = w4a_codes(_mm512_loadu_ps(p[i] + 16), m0, id0, clamp);
+            __m512i c = w4a_codes(_mm512_loadu_ps(p[i + 1]), m1, id1, clamp);
+            __m512i d = w4a_codes(_mm512_loadu_ps(p[i + 1] + 16), m1, id1, clamp);
+            _mm256_storeu_si256((__m256i *)(dst + i * 16), pack64_nibbles(a, b, c, d, 0));
+        }
+    } else {
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m512 id = _mm512_set1_ps(ids[i]), m = _mm512_set1_ps(ms[i]);
+            for (size_t k = 0; k < g; k += 64) {
+                __m512i a = w4a_codes(_mm512_loadu_ps(p[i] + k), m, id, clamp);
+                __m512i b = w4a_codes(_mm512_loadu_ps(p[i] + k + 16), m, id, clamp);
+                __m512i c = w4a_codes(_mm512_loadu_ps(p[i] + k + 32), m, id, clamp);
+                __m512i d = w4a_codes(_mm512_loadu_ps(p[i] + k + 48), m, id, clamp);
+                _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), pack64_nibbles(a, b, c, d, 0));
+            }
+        }
+    }
+}
+
+#define W4A_FAST_CASES(clamp)                                                                       \
+    switch (g) {                                                                                    \
+    case 32: w4a_fast(p, 32, clamp, out, G0, &bad); break;                                         \
+    case 64: w4a_fast(p, 64, clamp, out, G0, &bad); break;                                         \
+    case 128: w4a_fast(p, 128, clamp, out, G0, &bad); break;                                       \
+    default: w4a_fast(p, 256, clamp, out, G0, &bad); break;                                        \
+    }
+
+int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, r = 0, j = 0;
+    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
+    int fast = g == 32 || g == 64 || g == 128 || g == 256;
+    for (size_t G0 = 0; G0 < total; G0 += CHUNK) {
+        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
+        const float *p[CHUNK];
+        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
+        if (!fast || n < CHUNK) w4a_general(p, n, g, out, G0, &bad);
+        else if (clamp) W4A_FAST_CASES(1)
+        else W4A_FAST_CASES(0)
+    }
+    return bad;
+}
+
+/* ---- q4_0, q8_0: 32-value blocks, fp16 d at the head of each block ---- */
+
+/* Per-block absmax of n <= 16 blocks, as float bits. */
+QK_INLINE __m512i block_absmax(const float *const *p, size_t n) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i am[CHUNK];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < CHUNK; i++)
+        am[i] = i < n ? _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab),
+                                         _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab))
+                      : _mm512_setzero_si512();
+    return qk512_reduce16_max_epu32(am);
+}
+
+/* Store the fp16 d of the live blocks; flags an overflowed d. */
+static void store_block_heads(uint8_t *codes, size_t B0, size_t n, __mmask16 live, size_t bytes, __m512 d, int *bad) {
+    __m256i h = _mm512_cvtps_ph(d, 0);
+    if (_mm256_mask_cmpeq_epi16_mask(live, _mm256_and_si256(h, _mm256_set1_epi16(0x7c00)), _mm256_set1_epi16(0x7c00)))
+        *bad |= QK_ROW_RANGE;
+    uint16_t hs[CHUNK];
+    _mm256_storeu_si256((__m256i *)hs, h);
+    for (size_t i = 0; i < n; i++)
+        if ((live >> i) & 1) qk_wr16(codes + (B0 + i) * bytes, hs[i]);
+}
+
+int qk_quantize_q4_0__avx512(const float *x, size_t ldx, const qk_qmat *out) {
+    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
+    int bad = 0;
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
+        size_t n = total - B0 < CHUNK ? total - B0 : CHUNK;
+        const float *p[CHUNK];
+        qk512_group_ptrs(x, ldx, 32, nb, &r, &j, n, p);
+        __m512i amax = block_absmax(p, n);
+        __mmask16 live = qk512_mask16(n);
+        __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
+        if (nonfinite) bad |= QK_ROW_NONFINITE;
+        live &= (__mmask16)~nonfinite;
+        /* the first value of largest magnitude, with its sign (+0 when all are zero) */
+        uint32_t amb[CHUNK];
+        float mx[CHUNK];
+        _mm512_storeu_si512(amb, amax);
+        for (size_t i = 0; i < n; i++) {
+            __m512i a = _mm512_set1_epi32((int)amb[i]);
+            uint32_t m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab), a) |
+                         (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab), a)
+                             << 16;
+            mx[i] = m && amb[i] ? p[i][__builtin_ctz(m)] : 0.0f;
+        }
+        __m512 d = _mm512_div_ps(_mm512_loadu_ps(mx), _mm512_set1_ps(-8.0f));
+        float ids[CHUNK];
+        _mm512_storeu_ps(ids, qk512_inv_scale(d));
+        store_block_heads(out->codes, B0, n, live, QK_Q4_0_BYTES, d, &bad);
+        const __m512 half8 = _mm512_set1_ps(8.5f);
+        const __m512i fifteen = _mm512_set1_epi32(15);
+        for (size_t i = 0; i < n; i++) {
+            if (!((live >> i) & 1)) continue;
+            __m512 id = _mm512_set1_ps(ids[i]);
+            __m512i a = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id), half8));
+            __m512i b = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id), half8));
+            __m512i c = _mm512_or_si512(_mm512_min_epi32(a, fifteen), _mm512_slli_epi32(_mm512_min_epi32(b, fifteen), 4));
+            _mm_storeu_si128((__m128i *)(out->codes + (B0 + i) * QK_Q4_0_BYTES + 2), _mm512_cvtepi32_epi8(c));
+        }
+    }
+    return bad;
+}
+
+int qk_quantize_q8_0__avx512(const float *x, size_t ldx, const qk_qmat *out) {
+    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
+    int bad = 0;
+    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
+        size_t n = total - B0 < CHUNK ? total - B0 : CHUNK;
+        const float *p[CHUNK];
+        qk512_group_ptrs(x, ldx, 32, nb, &r, &j, n, p);
+        __m512i amax = block_absmax(p, n);
+        __mmask16 live = qk512_mask16(n);
+        __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
+        if (nonfinite) bad |= QK_ROW_NONFINITE;
+        live &= (__mmask16)~nonfinite;
+        __m512 d = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(127.0f));
+        float ids[CHUNK];
+        _mm512_storeu_ps(ids, qk512_inv_scale(d));
+        store_block_heads(out->codes, B0, n, live, QK_Q8_0_BYTES, d, &bad);
+        for (size_t i = 0; i < n; i++) {
+            if (!((live >> i) & 1)) continue;
+            __m512 id = _mm512_set1_ps(ids[i]);
+            uint8_t *dst = out->codes + (B0 + i) * QK_Q8_0_BYTES + 2;
+            __m512i a = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id));
+            __m512i b = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id));
+            _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(a));
+            _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtepi32_epi8(b));
+        }
+    }
+    return bad;
+}
