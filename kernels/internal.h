@@ -67,7 +67,8 @@ static inline uint16_t qk_f2h(float f) {
 
 static inline float qk_h2f(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, x;
-    if (em >= 0x7c00u) x = sign | 0x7f800000u | ((em & 0x3ffu) << 13);
+    if (em > 0x7c00u) x = sign | 0x7fc00000u | ((em & 0x3ffu) << 13); /* NaN, made quiet as F16C does */
+    else if (em == 0x7c00u) x = sign | 0x7f800000u;
     else if (em >= 0x0400u) x = sign | ((em << 13) + 0x38000000u);
     else {
         float v = (float)em * 0x1p-24f;

@@ -1,0 +1,126 @@
+/* Bad input: every call returns an error whose message names the problem,
+ * and touches no output. */
+#include "test_util.h"
+
+#define N_OUT 64
+
+static float out[N_OUT + 2 * 8];
+
+static void fill_out(void) {
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = 1234.5f;
+}
+static int out_untouched(void) {
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+        if (out[i] != 1234.5f) return 0;
+    return 1;
+}
+
+/* status s and a message containing `want` */
+#define EXPECT_ERR(call, status, want)                                                                        \
+    do {                                                                                                      \
+        fill_out();                                                                                           \
+        qk_status s_ = (call);                                                                                \
+        CHECK(s_ == (status), "%s returned %s, expected %s (%s)", #call, qk_status_name(s_), #status, qk_last_error()); \
+        CHECK(strstr(qk_last_error(), want) != NULL, "%s: message '%s' lacks '%s'", #call, qk_last_error(), want); \
+        CHECK(out_untouched(), "%s wrote to its output", #call);                                              \
+    } while (0)
+
+int main(void) {
+    qk_qmat w;
+    float *y = out + 8;
+
+    /* shapes that do not divide, zero and negative sizes, bad groups */
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W4S, QK_SCALE_F32, 4, 4100, 128), QK_ERR_SHAPE, "K=4100 is not a multiple of group size 128");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W4S, QK_SCALE_F32, 0, 128, 32), QK_ERR_SHAPE, "rows=0");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W4S, QK_SCALE_F32, 4, 0, 32), QK_ERR_SHAPE, "K=0");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W8S, QK_SCALE_F32, (size_t)-4, 128, 32), QK_ERR_SHAPE, "too large");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W8S, QK_SCALE_F32, 4, 128, 48), QK_ERR_SHAPE, "group size 48 is not supported");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W8S, QK_SCALE_F32, 4, 128, 0), QK_ERR_SHAPE, "group size 0");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_Q4_0, QK_SCALE_F16, 4, 128, 64), QK_ERR_SHAPE, "fixed group size of 32");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_Q8_0, QK_SCALE_F32, 4, 128, 32), QK_ERR_ARG, "f16 only");
+    EXPECT_ERR(qk_qmat_alloc(&w, (qk_format)99, QK_SCALE_F32, 4, 128, 32), QK_ERR_ARG, "unknown format");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W4S, (qk_scale_type)7, 4, 128, 32), QK_ERR_ARG, "unknown scale type");
+    EXPECT_ERR(qk_qmat_alloc(NULL, QK_W4S, QK_SCALE_F32, 4, 128, 32), QK_ERR_ARG, "NULL");
+    EXPECT_ERR(qk_qmat_alloc(&w, QK_W4S, QK_SCALE_F32, 4, 129, 129), QK_ERR_SHAPE, "odd");
+
+    /* a valid matrix to misuse */
+    float x[4 * 128];
+    for (int i = 0; i < 4 * 128; i++) x[i] = (float)((i * 7) % 11) - 5.0f;
+    if (qk_qmat_alloc(&w, QK_W4S, QK_SCALE_F32, 4, 128, 32) || qk_quantize(x, 128, &w)) return 2;
+
+    /* NULL pointers and strides */
+    EXPECT_ERR(qk_quantize(NULL, 128, &w), QK_ERR_ARG, "input x is NULL");
+    EXPECT_ERR(qk_quantize(x, 100, &w), QK_ERR_ARG, "smaller than its 128 columns");
+    EXPECT_ERR(qk_quantize(x, 128, NULL), QK_ERR_ARG, "NULL");
+    EXPECT_ERR(qk_dequantize(&w, NULL, 128), QK_ERR_ARG, "output y is NULL");
+    EXPECT_ERR(qk_dequantize(NULL, y, 128), QK_ERR_ARG, "NULL");
+    EXPECT_ERR(qk_gemv(QK_W4A32, &w, NULL, y), QK_ERR_ARG, "activations x is NULL");
+    EXPECT_ERR(qk_gemv(QK_W4A32, &w, x, NULL), QK_ERR_ARG, "output y is NULL");
+    EXPECT_ERR(qk_gemv(QK_W4A32, NULL, x, y), QK_ERR_ARG, "NULL");
+    EXPECT_ERR(qk_gemm(QK_W4A32, &w, 2, x, 100, y, 8), QK_ERR_ARG, "row stride of activations x (100)");
+    EXPECT_ERR(qk_gemm(QK_W4A32, &w, 2, x, 128, y, 3), QK_ERR_ARG, "row stride of output y (3)");
+    EXPECT_ERR(qk_gemm(QK_W4A32, &w, 0, x, 128, y, 8), QK_ERR_SHAPE, "M=0");
+    EXPECT_ERR(qk_gemm(QK_W4A32, &w, (size_t)-1, x, 128, y, 8), QK_ERR_SHAPE, "too large");
+
+    /* mismatched modes and unknown values */
+    EXPECT_ERR(qk_gemv(QK_W8A8, &w, x, y), QK_ERR_MODE, "mode W8A8 does not take w4s weights");
+    EXPECT_ERR(qk_gemv(QK_Q4_0_Q8_0, &w, x, y), QK_ERR_MODE, "does not take w4s");
+    EXPECT_ERR(qk_gemv((qk_mode)42, &w, x, y), QK_ERR_ARG, "unknown compute mode");
+    qk_qmat broken = w;
+    broken.format = (qk_format)17;
+    EXPECT_ERR(qk_gemv(QK_W4A32, &broken, x, y), QK_ERR_ARG, "unknown format");
+    broken = w;
+    broken.scales = NULL;
+    EXPECT_ERR(qk_gemv(QK_W4A32, &broken, x, y), QK_ERR_ARG, "no scales");
+    broken = w;
+    broken.cols = 100;
+    EXPECT_ERR(qk_gemv(QK_W4A32, &broken, x, y), QK_ERR_SHAPE, "K=100 is not a multiple of group size 32");
+
+    /* a kernel for another format, a gemv kernel asked for M > 1 */
+    for (size_t i = 0; i < qk_quantize_kernel_count; i++)
+        if (qk_quantize_kernels[i].format == QK_W8S) {
+            EXPECT_ERR(qk_quantize_with(&qk_quantize_kernels[i], x, 128, &w), QK_ERR_MODE, "writes w8s, but the output matrix is w4s");
+            break;
+        }
+    for (size_t i = 0; i < qk_matmul_kernel_count; i++) {
+        const qk_matmul_kernel *k = &qk_matmul_kernels[i];
+        if (k->op != QK_OP_GEMV || qk_tier_unavailable_reason(k->tier)) continue;
+        qk_qmat m;
+        qk_scale_type st = k->format == QK_Q4_0 || k->format == QK_Q8_0 ? QK_SCALE_F16 : QK_SCALE_F32;
+        if (qk_qmat_alloc(&m, k->format, st, 4, 128, 32)) return 2;
+        qk_matmul_plan p;
+        EXPECT_ERR(qk_matmul_prepare(&p, k, QK_OP_GEMM, k->mode, &m, 4), QK_ERR_SHAPE, "gemv kernel");
+        qk_qmat_free(&m);
+        break;
+    }
+    qk_format f;
+    qk_mode md;
+    qk_tier t;
+    EXPECT_ERR(qk_format_parse("w5s", &f), QK_ERR_ARG, "unknown format 'w5s' (expected one of: w4s, w4a, w8s, q4_0, q8_0)");
+    EXPECT_ERR(qk_mode_parse("W3A3", &md), QK_ERR_ARG, "unknown mode 'W3A3'");
+    EXPECT_ERR(qk_tier_parse("sse9", &t), QK_ERR_ARG, "unknown ISA tier 'sse9'");
+    CHECK(qk_format_parse("Q4_0", &f) == QK_OK && f == QK_Q4_0, "case-insensitive parse");
+
+    /* NaN/Inf in data: reported by name and position, whatever the mode */
+    float xn[128];
+    memcpy(xn, x, sizeof xn);
+    xn[77] = NAN;
+    qk_status s = qk_gemv(QK_W4A32, &w, xn, y);
+    CHECK(s == QK_ERR_NONFINITE && strstr(qk_last_error(), "column 77"), "W4A32 NaN: %s %s", qk_status_name(s), qk_last_error());
+    s = qk_gemv(QK_W4A8, &w, xn, y);
+    CHECK(s == QK_ERR_NONFINITE && strstr(qk_last_error(), "column 77"), "W4A8 NaN: %s %s", qk_status_name(s), qk_last_error());
+    xn[77] = -INFINITY;
+    s = qk_gemv(QK_W4A4, &w, xn, y);
+    CHECK(s == QK_ERR_NONFINITE && strstr(qk_last_error(), "column 77"), "W4A4 -Inf: %s %s", qk_status_name(s), qk_last_error());
+    /* an all-finite input whose product overflows f32 is reported too */
+    float xb[4 * 128];
+    for (int i = 0; i < 4 * 128; i++) xb[i] = 3e38f;
+    qk_qmat wb;
+    if (qk_qmat_alloc(&wb, QK_W8S, QK_SCALE_F32, 4, 128, 32) || qk_quantize(xb, 128, &wb)) return 2;
+    s = qk_gemv(QK_W8A32, &wb, xb, y);
+    CHECK(s == QK_ERR_NONFINITE, "overflowing product: %s", qk_status_name(s));
+    qk_qmat_free(&wb);
+
+    qk_qmat_free(&w);
+    return tu_finish("test_errors");
+}

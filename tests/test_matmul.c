@@ -1,0 +1,179 @@
+/* gemv/gemm: every variant in the matmul list that this CPU can run, against
+ * an independent double-precision computation on the same quantized values
+ * (weights read back through the public accessors, activation codes from the
+ * scalar reference quantizer), within an error-model tolerance:
+ *     |ŷ - y| <= 2·(K + 16)·u·Σ|terms|,  u = 2^-24,
+ * on shapes derived from groups and tiles: K = g, several g, 16384, 65536;
+ * N and M not multiples of any tile; M = 1; row strides that are not powers of
+ * two; an unaligned activation pointer; canaries around and between outputs. */
+#include "test_util.h"
+
+static const double U = 0x1p-24;
+
+enum { D_GAUSS, D_OUTLIER, D_EXTREME, D_KINDS };
+static const char *const dnames[D_KINDS] = {"gauss", "outlier", "extreme"};
+
+/* "extreme": every value ±1 with random signs, so every code sits at the end
+ * of its range (±127, ±7, 0/15): the case that saturates a naive vpmaddubsw. */
+static void fill(tu_rng *r, float *x, size_t n, int kind) {
+    for (size_t i = 0; i < n; i++) {
+        if (kind == D_EXTREME) x[i] = (tu_next(r) & 1) ? 1.0f : -1.0f;
+        else if (kind == D_OUTLIER) x[i] = (float)(tu_gauss(r) * ((i % 61) == 3 ? 30.0 : 1.0));
+        else x[i] = (float)tu_gauss(r);
+    }
+}
+
+static const qk_actquant_kernel *scalar_actquant(qk_act_rule r) {
+    for (size_t i = 0; i < qk_actquant_kernel_count; i++)
+        if (qk_actquant_kernels[i].rule == r && qk_actquant_kernels[i].tier == QK_TIER_SCALAR) return &qk_actquant_kernels[i];
+    return NULL;
+}
+
+/* Exact y and Σ|terms| for one output, from the public accessors. */
+static void reference(const qk_qmat *w, const float *x, const qk_qact *xq, size_t m, size_t n, double *y, double *mag) {
+    size_t K = w->cols, g = w->group, ng = K / g;
+    double acc = 0, ab = 0;
+    for (size_t j = 0; j < ng; j++) {
+        double s = qk_qmat_scale(w, n, j), mn = qk_qmat_min(w, n, j);
+        if (!xq) {
+            for (size_t i = 0; i < g; i++) {
+                size_t k = j * g + i;
+                double wv = mn + s * qk_qmat_code(w, n, k), xv = x[k];
+                acc += wv * xv;
+                ab += (fabs(mn) + fabs(s * qk_qmat_code(w, n, k))) * fabs(xv);
+            }
+        } else {
+            const int8_t *qa = xq->codes + m * K + j * g;
+            double sa = xq->scales[m * ng + j];
+            int64_t dot = 0, adot = 0, asum = 0;
+            for (size_t i = 0; i < g; i++) {
+                int c = qk_qmat_code(w, n, j * g + i);
+                dot += (int64_t)c * qa[i];
+                adot += (int64_t)abs(c * qa[i]);
+                asum += abs(qa[i]);
+            }
+            acc += sa * (mn * (double)xq->sums[m * ng + j] + s * (double)dot);
+            ab += fabs(sa) * (fabs(mn) * (double)asum + fabs(s) * (double)adot);
+        }
+    }
+    *y = acc;
+    *mag = ab;
+}
+
+typedef struct shape { size_t M, N, K, g; } shape;
+
+static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_scale_type st, tu_rng *rng) {
+    size_t M = sh->M, N = sh->N, K = sh->K, g = sh->g;
+    size_t ldx = K + 3, ldy = N + 5;
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "%s M=%zu N=%zu K=%zu g=%zu %s %s", k->name, M, N, K, g, st ? "f16" : "f32", dnames[kind]);
+    tu_context = ctx;
+
+    float *wf = malloc(N * K * sizeof(float));
+    fill(rng, wf, N * K, kind);
+    qk_qmat w;
+    if (qk_qmat_alloc(&w, k->format, st, N, K, g) != QK_OK) {
+        CHECK(0, "alloc: %s", qk_last_error());
+        free(wf);
+        return 0;
+    }
+    qk_status s = qk_quantize(wf, K, &w);
+    CHECK(s == QK_OK, "quantize: %s", qk_last_error());
+
+    float *xbuf = malloc((M * ldx + 1) * sizeof(float)), *x = xbuf + 1; /* unaligned */
+    fill(rng, x, M * ldx, kind == D_EXTREME ? D_EXTREME : D_GAUSS);
+    qk_act_rule rule = qk_mode_act_rule(k->mode);
+    qk_qact xq = {0};
+    if (rule != QK_ACT_F32) {
+        if (qk_qact_alloc(&xq, rule, M, K, g) != QK_OK) abort();
+        CHECK(qk_actquant_with(scalar_actquant(rule), x, ldx, &xq) == QK_OK, "actquant: %s", qk_last_error());
+    }
+
+    float *y = tu_canary_alloc(M * ldy);
+    qk_matmul_plan p;
+    s = qk_matmul_prepare(&p, k, k->op, k->mode, &w, M);
+    CHECK(s == QK_OK, "prepare: %s", qk_last_error());
+    if (s == QK_OK) {
+        s = qk_matmul_run(&p, M, x, ldx, y, ldy);
+        CHECK(s == QK_OK, "run: %s", qk_last_error());
+        qk_matmul_release(&p);
+    }
+    int ok = 1;
+    double worst = 0;
+    for (size_t m = 0; m < M && s == QK_OK; m++) {
+        for (size_t n = 0; n < N; n++) {
+            double ref, mag;
+            reference(&w, x + m * ldx, rule != QK_ACT_F32 ? &xq : NULL, m, n, &ref, &mag);
+            double err = fabs((double)y[m * ldy + n] - ref), tol = 2.0 * (double)(K + 16) * U * mag + 1e-37;
+            if (!(err <= tol)) {
+                if (ok) CHECK(err <= tol, "y[%zu][%zu] = %.9g, exact %.9g, |err| %.3g > tol %.3g", m, n, (double)y[m * ldy + n], ref, err, tol);
+                ok = 0;
+            }
+            if (mag > 0 && err / (U * mag) > worst) worst = err / (U * mag);
+        }
+        for (size_t n = N; n < ldy; n++)
+            if (!tu_is_canary(y + m * ldy + n)) {
+                if (ok) CHECK(0, "wrote into the stride gap of row %zu at column %zu", m, n);
+                ok = 0;
+            }
+    }
+    CHECK(tu_canaries_ok(y, M * ldy), "canaries around the output were overwritten");
+    if (ok) tu_pass++;
+    tu_canary_free(y);
+    if (rule != QK_ACT_F32) qk_qact_free(&xq);
+    free(xbuf);
+    qk_qmat_free(&w);
+    free(wf);
+    tu_context = "";
+    return ok;
+}
+
+int main(void) {
+    tu_rng rng = {tu_seed()};
+    const int quick = tu_quick();
+    for (size_t ki = 0; ki < qk_matmul_kernel_count; ki++) {
+        const qk_matmul_kernel *k = &qk_matmul_kernels[ki];
+        const char *why = qk_tier_unavailable_reason(k->tier);
+        if (why) {
+            tu_skipf("%s: %s", k->name, why);
+            continue;
+        }
+        int blocks = k->format == QK_Q4_0 || k->format == QK_Q8_0;
+        size_t nr = k->nr ? k->nr : 1, mr = k->mr ? k->mr : 1;
+        size_t Ns[] = {1, nr + 1, 2 * nr + 3, 67};
+        size_t Ms[] = {1, mr + 1, 2 * mr + 3};
+        size_t nM = k->op == QK_OP_GEMV ? 1 : 3;
+        static const size_t gs[] = {32, 64, 128, 256, 0};
+        int cases = 0, good = 0;
+        for (size_t gi = 0; gi < 5; gi++) {
+            if (blocks && gi > 0) break;
+            size_t Ks[] = {0, 0, 0};
+            size_t g0 = gs[gi];
+            Ks[0] = g0 ? g0 : 96;           /* K = g (per-channel: K = 96) */
+            Ks[1] = g0 ? 3 * g0 : 1280;     /* several groups */
+            Ks[2] = gi == 2 || blocks ? (quick ? 1024 : 16384) : 0; /* long K once */
+            for (size_t kk = 0; kk < 3; kk++) {
+                if (!Ks[kk]) continue;
+                size_t K = Ks[kk], g = g0 ? g0 : K;
+                for (size_t ni = 0; ni < 4; ni++)
+                    for (size_t mi = 0; mi < nM; mi++) {
+                        shape sh = {Ms[mi], Ns[ni], K, g};
+                        if (K >= 16384 && (sh.N > 2 * nr + 3 || sh.M > mr + 1)) continue;
+                        int kind = (int)((ni + mi + kk) % D_KINDS);
+                        qk_scale_type st = blocks ? QK_SCALE_F16 : (qk_scale_type)((ni + kk) % 2);
+                        cases++;
+                        good += run_case(k, &sh, kind, st, &rng);
+                    }
+            }
+        }
+        /* int32 accumulation over K = 65536 with extreme codes; the smallest case K = g = 32, N = 1 */
+        shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256};
+        cases++;
+        good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
+        shape tiny = {1, 1, 32, 32};
+        cases++;
+        good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
+        printf("%-40s %d/%d shapes within the error model\n", k->name, good, cases);
+    }
+    return tu_finish("test_matmul");
+}
