@@ -1,0 +1,47 @@
+/// The measurement loops behind `qkbench probe`: f32 FMA peak, int8 dot peak
+/// and a streaming read, one file per ISA tier (peak_<tier>.c, compiled with
+/// that tier's flags only), plain C for the scalar tier (peak.c).
+///
+/// Every loop keeps its accumulators in registers, hides its operands from
+/// the optimizer with empty asm barriers (so nothing is hoisted or folded), and
+/// returns a value computed from all accumulators.
+#ifndef QKB_PEAK_H
+#define QKB_PEAK_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qk/qk.h"
+
+/// Runs `iters` iterations; returns the operations performed (an FMA lane is
+/// 2 flops, an int8 multiply-accumulate 2 ops) and stores a result in *sink.
+typedef double (*qkb_peak_fn)(uint64_t iters, volatile double *sink);
+/// Reads bytes [0, bytes) of buf once (bytes a multiple of 512, buf 64-byte
+/// aligned); returns a checksum.
+typedef uint64_t (*qkb_read_fn)(const void *buf, size_t bytes);
+
+typedef struct qkb_peak_tier {
+    qk_tier tier;
+    qkb_peak_fn f32;  ///< f32 multiply-add (scalar: a multiply and an add)
+    qkb_peak_fn i8;   ///< int8 dot (u8·s8 pairs into int32; scalar: int multiply-add)
+    const char *f32_insn, *i8_insn; ///< what the loops execute
+    qkb_read_fn read; ///< NULL: use a lower tier's
+} qkb_peak_tier;
+
+/// Every tier this build compiled, lowest first (scalar is always there).
+extern const qkb_peak_tier qkb_peak_tiers[];
+extern const size_t qkb_peak_tier_count;
+
+#define QKB_PEAK_DECL(tier)                                          \
+    double qkb_peak_f32__##tier(uint64_t iters, volatile double *sink); \
+    double qkb_peak_i8__##tier(uint64_t iters, volatile double *sink);  \
+    uint64_t qkb_read__##tier(const void *buf, size_t bytes);
+QKB_PEAK_DECL(scalar)
+QKB_PEAK_DECL(avx2)
+QKB_PEAK_DECL(avxvnni)
+QKB_PEAK_DECL(avx512)
+QKB_PEAK_DECL(avx512vnni)
+QKB_PEAK_DECL(neon)
+QKB_PEAK_DECL(neondot)
+QKB_PEAK_DECL(neoni8mm)
+#undef QKB_PEAK_DECL
+#endif

@@ -1,0 +1,70 @@
+/// The machine's own limits (DESIGN §4), measured by `qkbench probe`: read
+/// bandwidth over a sweep of working-set sizes (one thread and all cores),
+/// the cache levels found at the knees of that curve, and the f32 FMA and int8
+/// dot peaks of every tier. The roofline of every benchmark row comes from here.
+#ifndef QKB_PROBE_H
+#define QKB_PROBE_H
+#include <stddef.h>
+#include <stdio.h>
+
+#include "json.h"
+#include "qk/qk.h"
+
+#define QKB_PROBE_VERSION 1
+#define QKB_MAX_POINTS 96
+#define QKB_MAX_LEVELS 4
+
+/// One memory level as measured. DRAM is always the last level.
+typedef struct qkb_level {
+    char name[8];       ///< "L1", "L2", "L3", "DRAM"
+    double size;        ///< capacity in bytes where the curve falls (0 for DRAM)
+    double bw1, bwall;  ///< plateau read bandwidth, bytes/s: one thread, all cores (aggregate)
+    double hwloc_size;  ///< what hwloc reports for this level (0 if nothing)
+    int contradicted;   ///< 1 if hwloc's size is off by more than 2x from the curve
+} qkb_level;
+
+/// Peaks of one tier, ops/s (an FMA lane is 2 flops; an int8 multiply-add is 2 ops).
+typedef struct qkb_peak {
+    qk_tier tier;
+    double f32_1, f32_all;
+    double i8_1, i8_all;
+    char f32_insn[40], i8_insn[48];
+} qkb_peak;
+
+typedef struct qkb_limits {
+    int ok;
+    int version;
+    int ncores;
+    char cpu[64];
+    char date[40];
+    double seconds;     ///< how long the probe took
+    int npoints;
+    double size[QKB_MAX_POINTS], bw1[QKB_MAX_POINTS], bwall[QKB_MAX_POINTS];
+    int nlevels;
+    qkb_level level[QKB_MAX_LEVELS];
+    int npeaks;
+    qkb_peak peak[QK_TIER_COUNT];
+    char read_tier[16]; ///< the tier whose read loop measured bandwidth
+} qkb_limits;
+
+/// Measure everything (under 30 s). `progress`: print what runs on stderr.
+int qkb_probe_measure(qkb_limits *out, int progress);
+/// The limits for this machine: the cached machine.json of <results>/<machine>/
+/// unless `reprobe` (or the cache is missing, stale or from another CPU), in
+/// which case measure and update the cache. `from_cache` says which.
+const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache);
+
+/// The "probe" object of machine.json, and its reader.
+void qkb_limits_json(qkw *w, const qkb_limits *l);
+int qkb_limits_from_json(const qkj *probe, qkb_limits *out);
+
+/// The level a per-thread working set of `ws` bytes lives in (DRAM when `cold`).
+const qkb_level *qkb_level_for(const qkb_limits *l, double ws, int cold);
+/// Read bandwidth of level `lv` with `threads` threads (bytes/s).
+double qkb_level_bw(const qkb_limits *l, const qkb_level *lv, int threads);
+/// Peak ops/s of tier t with `threads` threads; int8 selects the int8-dot peak.
+double qkb_peak_ops(const qkb_limits *l, qk_tier t, int int8, int threads);
+
+/// Print the limits as a table.
+void qkb_limits_print(const qkb_limits *l, FILE *f);
+#endif
