@@ -19,7 +19,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", "CPU, features (and OS support), topology, and the kernel chosen for every op and mode", qk_cmd_info, NULL},
-    {"probe", "measure this machine's limits: cache/DRAM bandwidth, FMA and int8-dot peaks", NULL, "the benchmark issue"},
+    {"probe", "measure this machine's limits: cache/DRAM bandwidth, FMA and int8-dot peaks", qk_cmd_probe, NULL},
     {"bench", "throughput of every kernel (Google Benchmark), with % of roofline", NULL, "the benchmark issue"},
     {"accuracy", "error against the FP32 reference, split into its sources", NULL, "the accuracy issue"},
     {"sweep", "every format x group size x tier: speed, bpw and error side by side", NULL, "the accuracy issue"},
