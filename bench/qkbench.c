@@ -88,7 +88,8 @@ int qk_cmd_info(int argc, char **argv) {
         printf("  %-11s cpu:%-3s os:%-3s%s\n", qk_feature_name((qk_feature)f), c->cpu_has[f] ? "yes" : "no",
                c->os_enabled[f] ? "yes" : "no", c->cpu_has[f] && !c->os_enabled[f] ? "  -> absent (not enabled by the OS)" : "");
     }
-    printf("\ntiers (cap: %s):\n", qk_tier_name(qk_tier_cap()));
+    const char *cap = qk_tier_cap() == QK_TIER_COUNT - 1 ? "none" : qk_tier_name(qk_tier_cap());
+    printf("\ntiers (cap: %s):\n", cap);
     for (int t = 0; t < QK_TIER_COUNT; t++) {
         const char *why = qk_tier_unavailable_reason((qk_tier)t);
         if (!qk_tier_compiled((qk_tier)t) && ((c->is_x86 && t >= QK_TIER_NEON) || (c->is_arm && t >= QK_TIER_AVX2 && t <= QK_TIER_AVX512VNNI)))
@@ -121,7 +122,7 @@ int qk_cmd_info(int argc, char **argv) {
         printf("  (sizes are what hwloc reports; in VMs they can be wrong: qkbench probe measures the real levels)\n");
     }
 
-    printf("\nkernels chosen (cap %s):\n", qk_tier_name(qk_tier_cap()));
+    printf("\nkernels chosen (cap: %s):\n", cap);
     for (int f = 0; f < QK_FORMAT_COUNT; f++) {
         const qk_quantize_kernel *q = qk_pick_quantize((qk_format)f);
         const qk_dequantize_kernel *d = qk_pick_dequantize((qk_format)f);
