@@ -19,6 +19,13 @@ static inline __m256 qk_avx2_round_away(__m256 v) {
     return _mm256_round_ps(_mm256_add_ps(v, h), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
 }
 
+/// The same rounding straight to int32 (the truncating conversion does the
+/// trunc); |v| must stay below 2^31.
+static inline __m256i qk_avx2_round_away_epi32(__m256 v) {
+    const __m256 h = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
+    return _mm256_cvttps_epi32(_mm256_add_ps(v, h));
+}
+
 /// Bits of |v|: for finite values their integer order is the float order, and
 /// NaN/Inf are exactly the values >= 0x7f800000.
 static inline __m256i qk_avx2_abs_bits(__m256 v) {

@@ -89,37 +89,36 @@ static inline __m256 store_scales8(void *p, size_t i, qk_scale_type st, __m256 s
 
 static inline __m256 bcast_lane(__m256 v, size_t b) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32((int)b)); }
 
-/* ---- 32 values -> codes ---- */
+/* ---- 32 values -> codes ----
+ * x·id stays inside int32 (|x·id| <= 1.5·qmax even for a subnormal f16 scale;
+ * w4a's f16-rounded offset adds at most 16·2^24), so the clamp is done on the
+ * packed int8 codes: the reference's clamp(round(v)), since the saturating
+ * packs keep out-of-range values on the right side. */
 
-static inline __m256i sym_q(__m256 x, __m256 id, __m256 qmax) {
-    __m256 v = _mm256_mul_ps(x, id);
-    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_sub_ps(_mm256_setzero_ps(), qmax)), qmax);
-    return _mm256_cvttps_epi32(qk_avx2_round_away(v));
-}
-
-static inline __m256i sym_codes32(const float *x, __m256 id, __m256 qmax) {
-    return qk_avx2_pack_i32x4_i8(sym_q(_mm256_loadu_ps(x), id, qmax), sym_q(_mm256_loadu_ps(x + 8), id, qmax),
-                                 sym_q(_mm256_loadu_ps(x + 16), id, qmax), sym_q(_mm256_loadu_ps(x + 24), id, qmax));
+static inline __m256i sym_codes32(const float *x, __m256 id) {
+    return qk_avx2_pack_i32x4_i8(qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id)),
+                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id)),
+                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id)),
+                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id)));
 }
 
 static inline void w8s_chunk(const float *x, __m256 id, uint8_t *dst) {
-    _mm256_storeu_si256((__m256i *)dst, sym_codes32(x, id, _mm256_set1_ps(127.0f)));
+    __m256i b = _mm256_max_epi8(sym_codes32(x, id), _mm256_set1_epi8(-127));
+    _mm256_storeu_si256((__m256i *)dst, b);
 }
 
 static inline void w4s_chunk(const float *x, __m256 id, uint8_t *dst) {
-    __m256i b = _mm256_add_epi8(sym_codes32(x, id, _mm256_set1_ps(7.0f)), _mm256_set1_epi8(8));
-    _mm_storeu_si128((__m128i *)dst, qk_avx2_pack_nibbles(b));
+    __m256i b = _mm256_min_epi8(_mm256_max_epi8(sym_codes32(x, id), _mm256_set1_epi8(-7)), _mm256_set1_epi8(7));
+    _mm_storeu_si128((__m128i *)dst, qk_avx2_pack_nibbles(_mm256_add_epi8(b, _mm256_set1_epi8(8))));
 }
 
-static inline __m256i w4a_q(__m256 x, __m256 m, __m256 id) {
-    __m256 v = _mm256_mul_ps(_mm256_sub_ps(x, m), id);
-    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(15.0f));
-    return _mm256_cvttps_epi32(qk_avx2_round_away(v));
+static inline __m256i w4a_q(const float *x, __m256 m, __m256 id) {
+    return qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x), m), id));
 }
 
 static inline void w4a_chunk(const float *x, __m256 m, __m256 id, uint8_t *dst) {
-    __m256i b = qk_avx2_pack_i32x4_i8(w4a_q(_mm256_loadu_ps(x), m, id), w4a_q(_mm256_loadu_ps(x + 8), m, id),
-                                      w4a_q(_mm256_loadu_ps(x + 16), m, id), w4a_q(_mm256_loadu_ps(x + 24), m, id));
+    __m256i b = qk_avx2_pack_i32x4_i8(w4a_q(x, m, id), w4a_q(x + 8, m, id), w4a_q(x + 16, m, id), w4a_q(x + 24, m, id));
+    b = _mm256_min_epi8(_mm256_max_epi8(b, _mm256_setzero_si256()), _mm256_set1_epi8(15));
     _mm_storeu_si128((__m128i *)dst, qk_avx2_pack_nibbles(b));
 }
 
@@ -261,7 +260,7 @@ static inline void q4_0_codes(const float *x, __m256 id, uint8_t *dst) {
 
 static inline void q8_0_codes(const float *x, __m256 id, uint8_t *dst) {
     __m256i q[4];
-    for (int v = 0; v < 4; v++) q[v] = _mm256_cvttps_epi32(qk_avx2_round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * v), id)));
+    for (int v = 0; v < 4; v++) q[v] = qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * v), id));
     _mm256_storeu_si256((__m256i *)dst, qk_avx2_pack_i32x4_i8(q[0], q[1], q[2], q[3]));
 }
 
