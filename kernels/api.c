@@ -237,3 +237,69 @@ qk_status qk_gemv(qk_mode mode, const qk_qmat *w, const float *x, float *y) {
     if (!w) return qk_fail(QK_ERR_ARG, "weight matrix is NULL");
     return qk_gemm(mode, w, 1, x, w->cols, y, w->rows);
 }
+
+/* ---- outlier-handling transforms ---- */
+
+static qk_status check_rows(const float *p, size_t ld, size_t M, size_t K, const char *what) {
+    if (M == 0 || K == 0) return qk_fail(QK_ERR_SHAPE, "%s is empty (%zux%zu)", what, M, K);
+    if (M > ((size_t)1 << 31) || K > ((size_t)1 << 31)) return qk_fail(QK_ERR_SHAPE, "%s is too large (%zux%zu)", what, M, K);
+    return check_f32(p, ld, K, what);
+}
+
+#define QK_PICK_OR(k, pick, what)                                          \
+    do {                                                                   \
+        if (!(k)) (k) = pick();                                            \
+        if (!(k)) return qk_fail(QK_ERR_UNSUPPORTED, "no %s kernel", what); \
+        qk_status ts_ = check_tier((k)->tier, (k)->name);                  \
+        if (ts_) return ts_;                                               \
+    } while (0)
+
+qk_status qk_fwht_with(const qk_fwht_kernel *k, float *x, size_t ldx, size_t M, size_t K, size_t block) {
+    qk_clear_error();
+    qk_status s = check_rows(x, ldx, M, K, "x");
+    if (s) return s;
+    if (block < 2 || (block & (block - 1))) return qk_fail(QK_ERR_SHAPE, "Hadamard block %zu is not a power of two >= 2", block);
+    if (K % block) return qk_fail(QK_ERR_SHAPE, "K=%zu is not a multiple of the Hadamard block %zu", K, block);
+    QK_PICK_OR(k, qk_pick_fwht, "fwht");
+    k->run(x, ldx, M, K, block);
+    return QK_OK;
+}
+
+qk_status qk_colscale_with(const qk_colscale_kernel *k, const float *x, size_t ldx, size_t M, size_t K, const float *s, float *y,
+                           size_t ldy) {
+    qk_clear_error();
+    qk_status st;
+    if ((st = check_rows(x, ldx, M, K, "x")) || (st = check_f32(y, ldy, K, "y"))) return st;
+    if (!s) return qk_fail(QK_ERR_ARG, "column scales are NULL");
+    for (size_t j = 0; j < K; j++)
+        if (!isfinite(s[j])) return qk_fail(QK_ERR_NONFINITE, "column scale %zu is not finite (%g)", j, (double)s[j]);
+    QK_PICK_OR(k, qk_pick_colscale, "colscale");
+    k->run(x, ldx, M, K, s, y, ldy);
+    return QK_OK;
+}
+
+qk_status qk_colsplit_with(const qk_colsplit_kernel *k, const float *x, size_t ldx, size_t M, size_t K, const uint32_t *idx,
+                           size_t nidx, float *xz, size_t ldxz, float *xo, size_t ldxo) {
+    qk_clear_error();
+    qk_status st;
+    if ((st = check_rows(x, ldx, M, K, "x")) || (st = check_f32(xz, ldxz, K, "xz"))) return st;
+    if (nidx > K) return qk_fail(QK_ERR_SHAPE, "%zu outlier columns out of K=%zu", nidx, K);
+    if (nidx && (!idx || (st = check_f32(xo, ldxo, nidx, "xo")))) return st ? st : qk_fail(QK_ERR_ARG, "outlier indices are NULL");
+    for (size_t j = 0; j < nidx; j++) {
+        if (idx[j] >= K) return qk_fail(QK_ERR_ARG, "outlier column %u is out of range (K=%zu)", idx[j], K);
+        if (j && idx[j] <= idx[j - 1]) return qk_fail(QK_ERR_ARG, "outlier columns are not strictly increasing at %zu", j);
+    }
+    QK_PICK_OR(k, qk_pick_colsplit, "colsplit");
+    k->run(x, ldx, M, K, idx, nidx, xz, ldxz, xo, ldxo);
+    return QK_OK;
+}
+
+qk_status qk_gemm_f32_with(const qk_gemm_f32_kernel *k, size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w,
+                           size_t ldw, float *y, size_t ldy, int accumulate) {
+    qk_clear_error();
+    qk_status st;
+    if ((st = check_rows(x, ldx, M, K, "x")) || (st = check_rows(w, ldw, N, K, "w")) || (st = check_f32(y, ldy, N, "y"))) return st;
+    QK_PICK_OR(k, qk_pick_gemm_f32, "gemm_f32");
+    k->run(M, N, K, x, ldx, w, ldw, y, ldy, accumulate);
+    return QK_OK;
+}

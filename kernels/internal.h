@@ -33,6 +33,20 @@ extern "C" {
 #include "list/matmul.inc"
 #undef QK_MATMUL
 #undef QK_MATMUL_PACKED
+#define QK_FWHT(tier) void qk_fwht__##tier(float *x, size_t ldx, size_t M, size_t K, size_t block);
+#define QK_COLSCALE(tier) \
+    void qk_colscale__##tier(const float *x, size_t ldx, size_t M, size_t K, const float *s, float *y, size_t ldy);
+#define QK_COLSPLIT(tier)                                                                                              \
+    void qk_colsplit__##tier(const float *x, size_t ldx, size_t M, size_t K, const uint32_t *idx, size_t nidx, float *xz, \
+                             size_t ldxz, float *xo, size_t ldxo);
+#define QK_GEMM_F32(tier)                                                                                             \
+    void qk_gemm_f32__##tier(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, float *y, \
+                             size_t ldy, int accumulate);
+#include "list/outlier.inc"
+#undef QK_FWHT
+#undef QK_COLSCALE
+#undef QK_COLSPLIT
+#undef QK_GEMM_F32
 
 /* ---- scalar helpers (exact; used by the reference and by SIMD tails) ---- */
 

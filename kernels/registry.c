@@ -98,3 +98,59 @@ const qk_matmul_kernel *qk_pick_matmul(qk_op op, qk_format f, qk_mode mode) {
     }
     return NULL;
 }
+
+/* ---- outlier-handling transforms ---- */
+#define QK_FWHT(tier)
+#define QK_COLSCALE(tier)
+#define QK_COLSPLIT(tier)
+#define QK_GEMM_F32(tier)
+
+#undef QK_FWHT
+#define QK_FWHT(tier) {"qk_fwht__" #tier, T(tier), qk_fwht__##tier},
+const qk_fwht_kernel qk_fwht_kernels[] = {
+#include "list/outlier.inc"
+};
+#undef QK_FWHT
+#define QK_FWHT(tier)
+const size_t qk_fwht_kernel_count = sizeof qk_fwht_kernels / sizeof qk_fwht_kernels[0];
+
+#undef QK_COLSCALE
+#define QK_COLSCALE(tier) {"qk_colscale__" #tier, T(tier), qk_colscale__##tier},
+const qk_colscale_kernel qk_colscale_kernels[] = {
+#include "list/outlier.inc"
+};
+#undef QK_COLSCALE
+#define QK_COLSCALE(tier)
+const size_t qk_colscale_kernel_count = sizeof qk_colscale_kernels / sizeof qk_colscale_kernels[0];
+
+#undef QK_COLSPLIT
+#define QK_COLSPLIT(tier) {"qk_colsplit__" #tier, T(tier), qk_colsplit__##tier},
+const qk_colsplit_kernel qk_colsplit_kernels[] = {
+#include "list/outlier.inc"
+};
+#undef QK_COLSPLIT
+#define QK_COLSPLIT(tier)
+const size_t qk_colsplit_kernel_count = sizeof qk_colsplit_kernels / sizeof qk_colsplit_kernels[0];
+
+#undef QK_GEMM_F32
+#define QK_GEMM_F32(tier) {"qk_gemm_f32__" #tier, T(tier), qk_gemm_f32__##tier},
+const qk_gemm_f32_kernel qk_gemm_f32_kernels[] = {
+#include "list/outlier.inc"
+};
+#undef QK_GEMM_F32
+const size_t qk_gemm_f32_kernel_count = sizeof qk_gemm_f32_kernels / sizeof qk_gemm_f32_kernels[0];
+
+#undef QK_FWHT
+#undef QK_COLSCALE
+#undef QK_COLSPLIT
+
+#define QK_PICK_FIRST(fn, type, list, count)               \
+    const type *fn(void) {                                 \
+        for (size_t i = 0; i < count; i++)                 \
+            if (qk_tier_allowed(list[i].tier)) return &list[i]; \
+        return NULL;                                       \
+    }
+QK_PICK_FIRST(qk_pick_fwht, qk_fwht_kernel, qk_fwht_kernels, qk_fwht_kernel_count)
+QK_PICK_FIRST(qk_pick_colscale, qk_colscale_kernel, qk_colscale_kernels, qk_colscale_kernel_count)
+QK_PICK_FIRST(qk_pick_colsplit, qk_colsplit_kernel, qk_colsplit_kernels, qk_colsplit_kernel_count)
+QK_PICK_FIRST(qk_pick_gemm_f32, qk_gemm_f32_kernel, qk_gemm_f32_kernels, qk_gemm_f32_kernel_count)

@@ -85,6 +85,50 @@ typedef struct qk_matmul_kernel {
     qk_matmul_fn run;
 } qk_matmul_kernel;
 
+/* ---- outlier handling (DESIGN §5): transforms around the low-bit matmul ---- */
+
+/// In-place orthonormal fast Walsh–Hadamard transform of each row of X[M][K]
+/// in consecutive blocks of `block` elements (a power of two dividing K),
+/// scaled by 1/sqrt(block), so (X·H)(W·H)ᵀ = X·Wᵀ.
+typedef void (*qk_fwht_fn)(float *x, size_t ldx, size_t M, size_t K, size_t block);
+/// Y[m][k] = X[m][k] · s[k] (smoothing: s = 1/scales on activations, scales on weights).
+typedef void (*qk_colscale_fn)(const float *x, size_t ldx, size_t M, size_t K, const float *s, float *y, size_t ldy);
+/// Channel split: XZ = X with the columns idx[0..nidx) set to 0, XO[m][j] = X[m][idx[j]].
+/// idx is strictly increasing.
+typedef void (*qk_colsplit_fn)(const float *x, size_t ldx, size_t M, size_t K, const uint32_t *idx, size_t nidx, float *xz,
+                               size_t ldxz, float *xo, size_t ldxo);
+/// Dense f32 Y[M][N] (+)= X[M][K] · W[N][K]ᵀ; accumulate = 1 adds to Y.
+typedef void (*qk_gemm_f32_fn)(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, float *y,
+                               size_t ldy, int accumulate);
+
+typedef struct qk_fwht_kernel { const char *name; qk_tier tier; qk_fwht_fn run; } qk_fwht_kernel;
+typedef struct qk_colscale_kernel { const char *name; qk_tier tier; qk_colscale_fn run; } qk_colscale_kernel;
+typedef struct qk_colsplit_kernel { const char *name; qk_tier tier; qk_colsplit_fn run; } qk_colsplit_kernel;
+typedef struct qk_gemm_f32_kernel { const char *name; qk_tier tier; qk_gemm_f32_fn run; } qk_gemm_f32_kernel;
+
+extern const qk_fwht_kernel qk_fwht_kernels[];
+extern const size_t qk_fwht_kernel_count;
+extern const qk_colscale_kernel qk_colscale_kernels[];
+extern const size_t qk_colscale_kernel_count;
+extern const qk_colsplit_kernel qk_colsplit_kernels[];
+extern const size_t qk_colsplit_kernel_count;
+extern const qk_gemm_f32_kernel qk_gemm_f32_kernels[];
+extern const size_t qk_gemm_f32_kernel_count;
+
+const qk_fwht_kernel *qk_pick_fwht(void);
+const qk_colscale_kernel *qk_pick_colscale(void);
+const qk_colsplit_kernel *qk_pick_colsplit(void);
+const qk_gemm_f32_kernel *qk_pick_gemm_f32(void);
+
+/// Validated entry points (k = NULL: the dispatcher's choice).
+qk_status qk_fwht_with(const qk_fwht_kernel *k, float *x, size_t ldx, size_t M, size_t K, size_t block);
+qk_status qk_colscale_with(const qk_colscale_kernel *k, const float *x, size_t ldx, size_t M, size_t K, const float *s, float *y,
+                           size_t ldy);
+qk_status qk_colsplit_with(const qk_colsplit_kernel *k, const float *x, size_t ldx, size_t M, size_t K, const uint32_t *idx,
+                           size_t nidx, float *xz, size_t ldxz, float *xo, size_t ldxo);
+qk_status qk_gemm_f32_with(const qk_gemm_f32_kernel *k, size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w,
+                           size_t ldw, float *y, size_t ldy, int accumulate);
+
 /// The family lists, in dispatch priority order (best first, scalar last),
 /// holding only the variants this build compiled.
 extern const qk_quantize_kernel qk_quantize_kernels[];

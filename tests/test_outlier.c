@@ -1,0 +1,260 @@
+/* Outlier-handling transforms (DESIGN §5), every variant this CPU can run:
+ *  - the FWHT matches a naive O(n²) Hadamard product (in double) within
+ *    (log2 b + 2)·u·Σ|x|/√b, for blocks 2 ... 4096, and is its own inverse;
+ *  - with nothing quantized every strategy reproduces X·Wᵀ: rotation
+ *    (XH)(WH)ᵀ, smoothing (X·diag(1/s))(W·diag(s))ᵀ, and the channel split
+ *    XZ·Wᵀ + XO·WOᵀ, within the f32 gemm's error model;
+ *  - colscale and colsplit are exact; gemm_f32 is within 2(K+16)u·Σ|x·w|;
+ *  - bad arguments are refused. */
+#include "test_util.h"
+
+static const double U = 0x1p-24;
+
+static int popcount(size_t v) {
+    int c = 0;
+    for (; v; v &= v - 1) c++;
+    return c;
+}
+
+static void test_fwht(tu_rng *rng) {
+    size_t blocks[] = {2, 4, 8, 16, 32, 64, 128, 256, 1024, tu_quick() ? 512 : 4096};
+    for (size_t ki = 0; ki < qk_fwht_kernel_count; ki++) {
+        const qk_fwht_kernel *k = &qk_fwht_kernels[ki];
+        const char *why = qk_tier_unavailable_reason(k->tier);
+        if (why) {
+            tu_skipf("%s: %s", k->name, why);
+            continue;
+        }
+        int cases = 0, good = 0;
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+            size_t b = blocks[bi], K = b * (b <= 256 ? 3 : 1), M = 3, ldx = K + 5;
+            float *x = malloc(M * ldx * sizeof(float)), *x0 = malloc(M * ldx * sizeof(float));
+            tu_fill(rng, x0, M * ldx, TU_OUTLIER);
+            memcpy(x, x0, M * ldx * sizeof(float));
+            CHECK(qk_fwht_with(k, x, ldx, M, K, b) == QK_OK, "%s: %s", k->name, qk_last_error());
+            int ok = 1;
+            double lg = log2((double)b), rs = 1.0 / sqrt((double)b);
+            for (size_t m = 0; m < M; m++) {
+                for (size_t blk = 0; blk < K; blk += b) {
+                    const float *v = x0 + m * ldx + blk;
+                    double sabs = 0;
+                    for (size_t j = 0; j < b; j++) sabs += fabs(v[j]);
+                    for (size_t i = 0; i < b; i++) {
+                        double ref = 0;
+                        for (size_t j = 0; j < b; j++) ref += (popcount(i & j) & 1 ? -1.0 : 1.0) * v[j];
+                        ref *= rs;
+                        double err = fabs(x[m * ldx + blk + i] - ref), tol = (lg + 2) * U * sabs * rs * 2 + 1e-37;
+                        if (err > tol && ok) {
+                            CHECK(err <= tol, "%s b=%zu row %zu elem %zu: %g vs %g (tol %g)", k->name, b, m, blk + i,
+                                  (double)x[m * ldx + blk + i], ref, tol);
+                            ok = 0;
+                        }
+                    }
+                }
+                for (size_t c = K; c < ldx; c++) /* the stride gap is untouched */
+                    if (x[m * ldx + c] != x0[m * ldx + c]) ok = 0;
+            }
+            /* H is orthonormal and symmetric: applying it twice returns x */
+            CHECK(qk_fwht_with(k, x, ldx, M, K, b) == QK_OK, "%s", qk_last_error());
+            for (size_t m = 0; m < M; m++)
+                for (size_t blk = 0; blk < K; blk += b) {
+                    double sabs = 0;
+                    for (size_t j = 0; j < b; j++) sabs += fabs(x0[m * ldx + blk + j]);
+                    for (size_t j = 0; j < b; j++) {
+                        size_t i = m * ldx + blk + j;
+                        if (fabs(x[i] - x0[i]) > 2 * (2 * lg + 4) * U * sabs + 1e-37 && ok) {
+                            CHECK(0, "%s b=%zu: H·H·x != x at %zu (%g vs %g)", k->name, b, i, (double)x[i], (double)x0[i]);
+                            ok = 0;
+                        }
+                    }
+                }
+            cases++;
+            good += ok;
+            free(x);
+            free(x0);
+        }
+        CHECK(good == cases, "%s", k->name);
+        printf("%-28s %d/%d block sizes match the naive Hadamard product\n", k->name, good, cases);
+    }
+}
+
+/* y = x·wᵀ in double, and Σ|x·w| */
+static void exact_gemm(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, double *y, double *mag) {
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            double a = 0, b = 0;
+            for (size_t k = 0; k < K; k++) {
+                a += (double)x[m * ldx + k] * w[n * ldw + k];
+                b += fabs((double)x[m * ldx + k] * w[n * ldw + k]);
+            }
+            y[m * N + n] = a;
+            mag[m * N + n] = b;
+        }
+}
+
+static int close_to(const float *y, size_t ldy, const double *ref, const double *mag, size_t M, size_t N, size_t K, double factor,
+                    const char *what) {
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            double err = fabs(y[m * ldy + n] - ref[m * N + n]), tol = factor * 2.0 * (double)(K + 16) * U * mag[m * N + n] + 1e-30;
+            if (!(err <= tol)) {
+                CHECK(err <= tol, "%s: y[%zu][%zu] = %.9g, exact %.9g, tol %.3g", what, m, n, (double)y[m * ldy + n], ref[m * N + n], tol);
+                return 0;
+            }
+        }
+    return 1;
+}
+
+static void test_gemm_f32(tu_rng *rng) {
+    for (size_t ki = 0; ki < qk_gemm_f32_kernel_count; ki++) {
+        const qk_gemm_f32_kernel *k = &qk_gemm_f32_kernels[ki];
+        const char *why = qk_tier_unavailable_reason(k->tier);
+        if (why) {
+            tu_skipf("%s: %s", k->name, why);
+            continue;
+        }
+        size_t shapes[][3] = {{1, 1, 1}, {1, 7, 5}, {3, 17, 33}, {5, 33, 129}, {17, 19, 256}, {1, 67, tu_quick() ? 1024 : 4096}};
+        int good = 0, n = 0;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int acc = 0; acc <= 1; acc++) {
+                size_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ldx = K + 3, ldw = K + 1, ldy = N + 2;
+                float *x = malloc(M * ldx * 4), *w = malloc(N * ldw * 4), *y = tu_canary_alloc(M * ldy);
+                double *ref = malloc(M * N * 8), *mag = malloc(M * N * 8);
+                tu_fill(rng, x, M * ldx, TU_GAUSS);
+                tu_fill(rng, w, N * ldw, TU_GAUSS);
+                exact_gemm(M, N, K, x, ldx, w, ldw, ref, mag);
+                for (size_t m = 0; m < M; m++)
+                    for (size_t j = 0; j < N; j++) {
+                        y[m * ldy + j] = acc ? (float)(m + j) : 1e30f;
+                        if (acc) {
+                            ref[m * N + j] += (double)(m + j);
+                            mag[m * N + j] += (double)(m + j);
+                        }
+                    }
+                CHECK(qk_gemm_f32_with(k, M, N, K, x, ldx, w, ldw, y, ldy, acc) == QK_OK, "%s", qk_last_error());
+                char what[96];
+                snprintf(what, sizeof what, "%s M=%zu N=%zu K=%zu acc=%d", k->name, M, N, K, acc);
+                int ok = close_to(y, ldy, ref, mag, M, N, K, 1.0, what);
+                for (size_t m = 0; m < M; m++)
+                    for (size_t j = N; j < ldy; j++) ok &= tu_is_canary(y + m * ldy + j);
+                ok &= tu_canaries_ok(y, M * ldy);
+                CHECK(ok, "%s", what);
+                good += ok;
+                n++;
+                free(x);
+                free(w);
+                free(ref);
+                free(mag);
+                tu_canary_free(y);
+            }
+        printf("%-28s %d/%d shapes within the error model\n", k->name, good, n);
+    }
+}
+
+static void test_colscale_colsplit(tu_rng *rng) {
+    size_t M = 5, K = 333, ldx = K + 3, ldy = K + 1;
+    float *x = malloc(M * ldx * 4), *s = malloc(K * 4);
+    tu_fill(rng, x, M * ldx, TU_OUTLIER);
+    for (size_t j = 0; j < K; j++) s[j] = (float)(0.25 + tu_uniform(rng) * 4);
+    for (size_t ki = 0; ki < qk_colscale_kernel_count; ki++) {
+        const qk_colscale_kernel *k = &qk_colscale_kernels[ki];
+        if (qk_tier_unavailable_reason(k->tier)) {
+            tu_skipf("%s: %s", k->name, qk_tier_unavailable_reason(k->tier));
+            continue;
+        }
+        float *y = tu_canary_alloc(M * ldy);
+        CHECK(qk_colscale_with(k, x, ldx, M, K, s, y, ldy) == QK_OK, "%s", qk_last_error());
+        int ok = tu_canaries_ok(y, M * ldy);
+        for (size_t m = 0; m < M; m++)
+            for (size_t j = 0; j < K; j++) ok &= y[m * ldy + j] == x[m * ldx + j] * s[j];
+        CHECK(ok, "%s: not exactly x·s", k->name);
+        tu_canary_free(y);
+    }
+    uint32_t idx[] = {0, 5, 6, 100, 255, 332};
+    size_t nidx = 6, ldo = nidx + 2;
+    for (size_t ki = 0; ki < qk_colsplit_kernel_count; ki++) {
+        const qk_colsplit_kernel *k = &qk_colsplit_kernels[ki];
+        if (qk_tier_unavailable_reason(k->tier)) {
+            tu_skipf("%s: %s", k->name, qk_tier_unavailable_reason(k->tier));
+            continue;
+        }
+        float *xz = tu_canary_alloc(M * ldy), *xo = tu_canary_alloc(M * ldo);
+        CHECK(qk_colsplit_with(k, x, ldx, M, K, idx, nidx, xz, ldy, xo, ldo) == QK_OK, "%s", qk_last_error());
+        int ok = tu_canaries_ok(xz, M * ldy) && tu_canaries_ok(xo, M * ldo);
+        for (size_t m = 0; m < M; m++) {
+            size_t j = 0;
+            for (size_t c = 0; c < K; c++) {
+                int out = j < nidx && idx[j] == c;
+                ok &= xz[m * ldy + c] == (out ? 0.0f : x[m * ldx + c]);
+                if (out) ok &= xo[m * ldo + j++] == x[m * ldx + c];
+            }
+        }
+        CHECK(ok, "%s: split is not exact", k->name);
+        uint32_t bad[] = {3, 3};
+        CHECK(qk_colsplit_with(k, x, ldx, M, K, bad, 2, xz, ldy, xo, ldo) == QK_ERR_ARG, "repeated index accepted");
+        uint32_t far[] = {K};
+        CHECK(qk_colsplit_with(k, x, ldx, M, K, far, 1, xz, ldy, xo, ldo) == QK_ERR_ARG, "index K accepted");
+        tu_canary_free(xz);
+        tu_canary_free(xo);
+    }
+    free(x);
+    free(s);
+}
+
+/* With nothing quantized, each strategy reproduces X·Wᵀ (dispatcher's kernels). */
+static void test_identities(tu_rng *rng) {
+    size_t M = 4, N = 9, K = 512, b = 128;
+    float *x = malloc(M * K * 4), *w = malloc(N * K * 4), *y = malloc(M * N * 4);
+    double *ref = malloc(M * N * 8), *mag = malloc(M * N * 8);
+    tu_fill(rng, x, M * K, TU_OUTLIER);
+    tu_fill(rng, w, N * K, TU_GAUSS);
+    exact_gemm(M, N, K, x, K, w, K, ref, mag);
+
+    /* rotation */
+    float *xr = malloc(M * K * 4), *wr = malloc(N * K * 4);
+    memcpy(xr, x, M * K * 4);
+    memcpy(wr, w, N * K * 4);
+    CHECK(qk_fwht_with(NULL, xr, K, M, K, b) == QK_OK && qk_fwht_with(NULL, wr, K, N, K, b) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_gemm_f32_with(NULL, M, N, K, xr, K, wr, K, y, N, 0) == QK_OK, "%s", qk_last_error());
+    CHECK(close_to(y, N, ref, mag, M, N, K, 4.0, "rotation (XH)(WH)ᵀ"), "rotation");
+
+    /* smoothing: s_j = sqrt(max|X_j| / max|W_j|) (α = 0.5) */
+    float *s = malloc(K * 4), *si = malloc(K * 4);
+    for (size_t j = 0; j < K; j++) {
+        float ax = 1e-6f, aw = 1e-6f;
+        for (size_t m = 0; m < M; m++) ax = fmaxf(ax, fabsf(x[m * K + j]));
+        for (size_t n = 0; n < N; n++) aw = fmaxf(aw, fabsf(w[n * K + j]));
+        s[j] = sqrtf(ax / aw);
+        si[j] = 1.0f / s[j];
+    }
+    CHECK(qk_colscale_with(NULL, x, K, M, K, si, xr, K) == QK_OK && qk_colscale_with(NULL, w, K, N, K, s, wr, K) == QK_OK, "%s",
+          qk_last_error());
+    CHECK(qk_gemm_f32_with(NULL, M, N, K, xr, K, wr, K, y, N, 0) == QK_OK, "%s", qk_last_error());
+    CHECK(close_to(y, N, ref, mag, M, N, K, 4.0, "smoothing (X/s)(W·s)ᵀ"), "smoothing");
+
+    /* channel split: XZ·Wᵀ + XO·WOᵀ, with W's outlier columns gathered */
+    uint32_t idx[] = {3, 64, 200, 511};
+    size_t no = 4;
+    float *xo = malloc(M * no * 4), *wo = malloc(N * no * 4), *wz = malloc(N * K * 4);
+    CHECK(qk_colsplit_with(NULL, x, K, M, K, idx, no, xr, K, xo, no) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_colsplit_with(NULL, w, K, N, K, idx, no, wz, K, wo, no) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_gemm_f32_with(NULL, M, N, K, xr, K, w, K, y, N, 0) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_gemm_f32_with(NULL, M, N, no, xo, no, wo, no, y, N, 1) == QK_OK, "%s", qk_last_error());
+    CHECK(close_to(y, N, ref, mag, M, N, K, 2.0, "channel split"), "split");
+
+    /* bad arguments */
+    CHECK(qk_fwht_with(NULL, xr, K, M, K, 96) == QK_ERR_SHAPE, "block 96 accepted");
+    CHECK(qk_fwht_with(NULL, xr, K, M, 384, 256) == QK_ERR_SHAPE, "K=384 with block 256 accepted");
+    si[7] = INFINITY;
+    CHECK(qk_colscale_with(NULL, x, K, M, K, si, xr, K) == QK_ERR_NONFINITE, "an infinite scale accepted");
+    free(x); free(w); free(y); free(ref); free(mag); free(xr); free(wr); free(s); free(si); free(xo); free(wo); free(wz);
+}
+
+int main(void) {
+    tu_rng rng = {tu_seed()};
+    test_fwht(&rng);
+    test_gemm_f32(&rng);
+    test_colscale_colsplit(&rng);
+    test_identities(&rng);
+    return tu_finish("test_outlier");
+}
