@@ -130,4 +130,34 @@ static inline __m256 qk_avx2_inv_scale(__m256 s) {
     return _mm256_andnot_ps(inf, id);
 }
 
+/// Load n < 8 floats into the low lanes; the other lanes take `fill`.
+static inline __m256 qk_avx2_load_partial(const float *x, size_t n, __m256 fill) {
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(x, m), _mm256_castsi256_ps(m));
+}
+
+/// Max of the |x| bits over x[0..g) in each lane (>= 0x7f800000 iff a value is NaN/Inf).
+static inline __m256i qk_avx2_absmax_bits(const float *x, size_t g) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 32 <= g; i += 32) {
+        a0 = _mm256_max_epi32(a0, qk_avx2_abs_bits(_mm256_loadu_ps(x + i)));
+        a1 = _mm256_max_epi32(a1, qk_avx2_abs_bits(_mm256_loadu_ps(x + i + 8)));
+        a2 = _mm256_max_epi32(a2, qk_avx2_abs_bits(_mm256_loadu_ps(x + i + 16)));
+        a3 = _mm256_max_epi32(a3, qk_avx2_abs_bits(_mm256_loadu_ps(x + i + 24)));
+    }
+    for (; i + 8 <= g; i += 8) a0 = _mm256_max_epi32(a0, qk_avx2_abs_bits(_mm256_loadu_ps(x + i)));
+    if (i < g) a1 = _mm256_max_epi32(a1, qk_avx2_abs_bits(qk_avx2_load_partial(x + i, g - i, _mm256_setzero_ps())));
+    return _mm256_max_epi32(_mm256_max_epi32(a0, a1), _mm256_max_epi32(a2, a3));
+}
+
+/// round(x·id) of 32 values as int8 in element order (saturated; |x·id| < 2^31).
+static inline __m256i qk_avx2_round_codes32(const float *x, __m256 id) {
+    return qk_avx2_pack_i32x4_i8(qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id)),
+                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id)),
+                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id)),
+                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id)));
+}
+
 #endif

@@ -10,28 +10,6 @@
 #endif
 #include "x86/avx2/avx2_common.h"
 
-/* Load n < 8 floats into the low lanes; the other lanes take `fill`. */
-static inline __m256 load_partial(const float *x, size_t n, __m256 fill) {
-    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
-    return _mm256_blendv_ps(fill, _mm256_maskload_ps(x, m), _mm256_castsi256_ps(m));
-}
-
-/* Max of the |x| bits over one group (>= 0x7f800000 iff a value is NaN/Inf). */
-static inline __m256i group_absmax_bits(const float *x, size_t g) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 32 <= g; i += 32) {
-        a0 = _mm256_max_epi32(a0, qk_avx2_abs_bits(_mm256_loadu_ps(x + i)));
-        a1 = _mm256_max_epi32(a1, qk_avx2_abs_bits(_mm256_loadu_ps(x + i + 8)));
-        a2 = _mm256_max_epi32(a2, qk_avx2_abs_bits(_mm256_loadu_ps(x + i + 16)));
-        a3 = _mm256_max_epi32(a3, qk_avx2_abs_bits(_mm256_loadu_ps(x + i + 24)));
-    }
-    for (; i + 8 <= g; i += 8) a0 = _mm256_max_epi32(a0, qk_avx2_abs_bits(_mm256_loadu_ps(x + i)));
-    if (i < g) a1 = _mm256_max_epi32(a1, qk_avx2_abs_bits(load_partial(x + i, g - i, _mm256_setzero_ps())));
-    return _mm256_max_epi32(_mm256_max_epi32(a0, a1), _mm256_max_epi32(a2, a3));
-}
-
 /* Min and max of one group of finite values, and the |x| bits max. */
 static inline void group_minmax(const float *x, size_t g, __m256i *mn, __m256i *mx, __m256i *ab) {
     __m256 lo = _mm256_set1_ps(x[0]), hi = lo;
@@ -44,7 +22,7 @@ static inline void group_minmax(const float *x, size_t g, __m256i *mn, __m256i *
         a = _mm256_max_epi32(a, qk_avx2_abs_bits(v));
     }
     if (i < g) {
-        __m256 v = load_partial(x + i, g - i, _mm256_set1_ps(x[0]));
+        __m256 v = qk_avx2_load_partial(x + i, g - i, _mm256_set1_ps(x[0]));
         lo = _mm256_min_ps(lo, v);
         hi = _mm256_max_ps(hi, v);
         a = _mm256_max_epi32(a, qk_avx2_abs_bits(v));
@@ -95,20 +73,13 @@ static inline __m256 bcast_lane(__m256 v, size_t b) { return _mm256_permutevar8x
  * packed int8 codes: the reference's clamp(round(v)), since the saturating
  * packs keep out-of-range values on the right side. */
 
-static inline __m256i sym_codes32(const float *x, __m256 id) {
-    return qk_avx2_pack_i32x4_i8(qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id)),
-                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id)),
-                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id)),
-                                 qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id)));
-}
-
 static inline void w8s_chunk(const float *x, __m256 id, uint8_t *dst) {
-    __m256i b = _mm256_max_epi8(sym_codes32(x, id), _mm256_set1_epi8(-127));
+    __m256i b = _mm256_max_epi8(qk_avx2_round_codes32(x, id), _mm256_set1_epi8(-127));
     _mm256_storeu_si256((__m256i *)dst, b);
 }
 
 static inline void w4s_chunk(const float *x, __m256 id, uint8_t *dst) {
-    __m256i b = _mm256_min_epi8(_mm256_max_epi8(sym_codes32(x, id), _mm256_set1_epi8(-7)), _mm256_set1_epi8(7));
+    __m256i b = _mm256_min_epi8(_mm256_max_epi8(qk_avx2_round_codes32(x, id), _mm256_set1_epi8(-7)), _mm256_set1_epi8(7));
     _mm_storeu_si128((__m128i *)dst, qk_avx2_pack_nibbles(_mm256_add_epi8(b, _mm256_set1_epi8(8))));
 }
 
@@ -156,7 +127,7 @@ static int sym_row(int fmt, const float *x, const qk_qmat *out, size_t r) {
     for (size_t j0 = 0; j0 < ng; j0 += 8) {
         size_t nb = ng - j0 < 8 ? ng - j0 : 8;
         __m256i am[8];
-        for (size_t b = 0; b < 8; b++) am[b] = b < nb ? group_absmax_bits(x + (j0 + b) * g, g) : _mm256_setzero_si256();
+        for (size_t b = 0; b < 8; b++) am[b] = b < nb ? qk_avx2_absmax_bits(x + (j0 + b) * g, g) : _mm256_setzero_si256();
         __m256i amax = qk_avx2_reduce8_max_epi32(am);
         int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
         if (nonfinite) bad |= QK_ROW_NONFINITE;
@@ -270,7 +241,7 @@ static int blocks_row(int q8, const float *x, uint8_t *row, size_t nblk) {
     for (size_t j0 = 0; j0 < nblk; j0 += 8) {
         size_t nb = nblk - j0 < 8 ? nblk - j0 : 8;
         __m256i am[8];
-        for (size_t b = 0; b < 8; b++) am[b] = b < nb ? group_absmax_bits(x + (j0 + b) * 32, 32) : _mm256_setzero_si256();
+        for (size_t b = 0; b < 8; b++) am[b] = b < nb ? qk_avx2_absmax_bits(x + (j0 + b) * 32, 32) : _mm256_setzero_si256();
         __m256i amax = qk_avx2_reduce8_max_epi32(am);
         int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
         if (nonfinite) bad |= QK_ROW_NONFINITE;
