@@ -1,0 +1,122 @@
+/* On-the-fly activation quantization, AVX-512 (F/BW/DQ/VL): bit-exact with
+ * kernels/ref/actquant_scalar.c (codes, scales and per-group code sums).
+ *
+ * Same scheme as the weight quantizers: 16 groups at a time, absmax vectors
+ * reduced by a transposed reduction, 16 scales and inverse scales at once,
+ * then the codes (data in L1) with the per-group sums reduced the same way.
+ * The reference's clamp to ±qmax never acts here: id comes from the unrounded
+ * f32 scale, so |x·id| <= qmax·(1 + 2^-21) (1/s overflows to id = 0 before s
+ * is subnormal enough to lose more precision) and rounds to at most qmax. */
+#include "x86/avx512/avx512_common.h"
+
+#define QK_INLINE static inline __attribute__((always_inline))
+
+enum { CHUNK = 16 };
+
+/* Scales of 16 groups from their absmax bits; the inverse scales go to ids.
+ * Returns the groups holding NaN/Inf. */
+QK_INLINE __mmask16 act_scales(__m512i amax, size_t n, float qmax, int q8_0, const qk_qact *out, size_t G0, float *ids, int *bad) {
+    __mmask16 live = qk512_mask16(n);
+    __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    __m512 s = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(qmax));
+    _mm512_storeu_ps(ids, qk512_inv_scale(s));
+    if (q8_0) {
+        __m256i h = _mm512_cvtps_ph(s, 0);
+        if (_mm256_mask_cmpeq_epi16_mask(live & (__mmask16)~nonfinite, _mm256_and_si256(h, _mm256_set1_epi16(0x7c00)),
+                                         _mm256_set1_epi16(0x7c00)))
+            *bad |= QK_ROW_RANGE;
+        s = _mm512_cvtph_ps(h);
+    }
+    _mm512_mask_storeu_ps(out->scales + G0, live, _mm512_maskz_mov_ps((__mmask16)~nonfinite, s));
+    return nonfinite;
+}
+
+/* 16 codes of x·id, rounded half away from zero, as int32. */
+QK_INLINE __m512i act_codes(__m512 x, __m512 id) { return qk512_cvt_round_away(_mm512_mul_ps(x, id)); }
+
+/* Any g, n <= 16 groups. */
+static void act_general(const float *const *p, size_t n, size_t g, float qmax, int q8_0, const qk_qact *out, size_t G0, int *bad) {
+    __m512i v[CHUNK];
+    float ids[CHUNK];
+    for (size_t i = 0; i < n; i++) v[i] = qk512_absbits_max(p[i], g);
+    for (size_t i = n; i < CHUNK; i++) v[i] = _mm512_setzero_si512();
+    __mmask16 nonfinite = act_scales(qk512_reduce16_max_epu32(v), n, qmax, q8_0, out, G0, ids, bad);
+    for (size_t i = 0; i < n; i++) {
+        int8_t *dst = out->codes + (G0 + i) * g;
+        __m512i sum = _mm512_setzero_si512();
+        if ((nonfinite >> i) & 1) {
+            for (size_t k = 0; k < g; k += 16) _mm_mask_storeu_epi8(dst + k, qk512_mask16(g - k), _mm_setzero_si128());
+        } else {
+            __m512 id = _mm512_set1_ps(ids[i]);
+            for (size_t k = 0; k < g; k += 16) {
+                __mmask16 m = qk512_mask16(g - k);
+                __m512i q = act_codes(_mm512_maskz_loadu_ps(m, p[i] + k), id);
+                sum = _mm512_add_epi32(sum, q);
+                _mm_mask_storeu_epi8(dst + k, m, _mm512_cvtepi32_epi8(q));
+            }
+        }
+        v[i] = sum;
+    }
+    _mm512_mask_storeu_epi32(out->sums + G0, qk512_mask16(n), qk512_reduce16_add_epi32(v));
+}
+
+/* 16 groups of a fixed g (a multiple of 32, <= 256). */
+QK_INLINE void act_fast(const float *const *p, size_t g, float qmax, int q8_0, const qk_qact *out, size_t G0, int *bad) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i v[CHUNK];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab);
+        __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab);
+        for (size_t k = 32; k < g; k += 32) {
+            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k)), ab));
+            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k + 16)), ab));
+        }
+        v[i] = _mm512_max_epu32(m0, m1);
+    }
+    __m512i amax = qk512_reduce16_max_epu32(v);
+    if (_mm512_cmpge_epu32_mask(amax, _mm512_set1_epi32(0x7f800000))) {
+        act_general(p, CHUNK, g, qmax, q8_0, out, G0, bad);
+        return;
+    }
+    float ids[CHUNK];
+    act_scales(amax, CHUNK, qmax, q8_0, out, G0, ids, bad);
+    int8_t *dst = out->codes + G0 * g;
+#pragma GCC unroll 16
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m512 id = _mm512_set1_ps(ids[i]);
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        for (size_t k = 0; k < g; k += 32) {
+            __m512i a = act_codes(_mm512_loadu_ps(p[i] + k), id);
+            __m512i b = act_codes(_mm512_loadu_ps(p[i] + k + 16), id);
+            s0 = _mm512_add_epi32(s0, a);
+            s1 = _mm512_add_epi32(s1, b);
+            _mm_storeu_si128((__m128i *)(dst + i * g + k), _mm512_cvtepi32_epi8(a));
+            _mm_storeu_si128((__m128i *)(dst + i * g + k + 16), _mm512_cvtepi32_epi8(b));
+        }
+        v[i] = _mm512_add_epi32(s0, s1);
+    }
+    _mm512_storeu_si512(out->sums + G0, qk512_reduce16_add_epi32(v));
+}
+
+static int actquant(const float *x, size_t ldx, const qk_qact *out, float qmax, int q8_0) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, r = 0, j = 0;
+    int bad = 0;
+    for (size_t G0 = 0; G0 < total; G0 += CHUNK) {
+        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
+        const float *p[CHUNK];
+        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
+        if (n < CHUNK) act_general(p, n, g, qmax, q8_0, out, G0, &bad);
+        else if (g == 32) act_fast(p, 32, qmax, q8_0, out, G0, &bad);
+        else if (g == 64) act_fast(p, 64, qmax, q8_0, out, G0, &bad);
+        else if (g == 128) act_fast(p, 128, qmax, q8_0, out, G0, &bad);
+        else if (g == 256) act_fast(p, 256, qmax, q8_0, out, G0, &bad);
+        else act_general(p, n, g, qmax, q8_0, out, G0, &bad);
+    }
+    return bad;
+}
+
+int qk_actquant_a8__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 0); }
+int qk_actquant_a4__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 7.0f, 0); }
+int qk_actquant_q8_0__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 1); }
