@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "commands.h"
 #include "qk/kernels.h"
 #include "qk_build_config.h"
@@ -20,10 +21,10 @@ typedef struct command {
 static const command commands[] = {
     {"info", "CPU, features (and OS support), topology, and the kernel chosen for every op and mode", qk_cmd_info, NULL},
     {"probe", "measure this machine's limits: cache/DRAM bandwidth, FMA and int8-dot peaks", qk_cmd_probe, NULL},
-    {"bench", "throughput of every kernel (Google Benchmark), with % of roofline", NULL, "the benchmark issue"},
-    {"accuracy", "error against the FP32 reference, split into its sources", NULL, "the accuracy issue"},
-    {"sweep", "every format x group size x tier: speed, bpw and error side by side", NULL, "the accuracy issue"},
-    {"depth", "error through a stack of quantized residual blocks", NULL, "the accuracy issue"},
+    {"bench", "throughput of every kernel (Google Benchmark), with % of roofline", qk_cmd_bench, NULL},
+    {"accuracy", "error against the FP32 reference, split into its sources", qk_cmd_accuracy, NULL},
+    {"sweep", "every format x group size x tier: speed, bpw and error side by side", qk_cmd_sweep, NULL},
+    {"depth", "error through a stack of quantized residual blocks", qk_cmd_depth, NULL},
     {"compare", "compare two result sets and flag regressions", NULL, "the benchmark issue"},
     {"report", "render plots from a results folder", NULL, "the benchmark issue"},
     {"fleet", "run across machines with Slurm; collect and compare", NULL, "the scale-out issue"},
@@ -145,12 +146,7 @@ int qk_cmd_info(int argc, char **argv) {
 }
 
 /* Replaced by the full default suite (info, probe, quick bench, accuracy summary) as those land. */
-int qk_cmd_default(int argc, char **argv) {
-    (void)argc;
-    char *args[] = {"info", NULL};
-    (void)argv;
-    return qk_cmd_info(1, args);
-}
+int qk_cmd_default(int argc, char **argv) { return qkb_run_default(argc, argv); }
 
 int main(int argc, char **argv) {
     int i = 1;

@@ -1,0 +1,637 @@
+/* qkbench bench: every case of a suite (from the family lists) timed by
+ * Google Benchmark through the C shim; rows with % of roofline written to a
+ * results folder after every completed case; progress on a terminal; Ctrl-C
+ * keeps every completed row. Also the default run. */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "accuracy.h"
+#include "cases.h"
+#include "commands.h"
+#include "gbench_shim.h"
+#include "machine.h"
+#include "pool.h"
+#include "probe.h"
+#include "results.h"
+#include "rows.h"
+#include "topology.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    if (interrupted) { /* a second Ctrl-C: stop now */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    interrupted = 1;
+}
+
+/* ---- options ---- */
+
+typedef struct opts {
+    qkb_plan_opts plan;
+    const char *filter;
+    const char *out;
+    int reps;
+    double min_time;
+    int no_save, list, reprobe, quiet;
+    char *gb_flags[64];
+    int ngb;
+    char command[1024];
+} opts;
+
+static const struct {
+    const char *name;
+    size_t N, K;
+} shape_presets[] = {
+    {"7b", 4096, 4096}, {"7b-up", 11008, 4096}, {"7b-down", 4096, 11008}, {"8b-up", 14336, 4096}, {"8b-down", 4096, 14336}, {"head", 32000, 4096},
+};
+
+static void usage(void) {
+    printf("usage: qkbench bench [options] [--benchmark_FLAG=VALUE ...]\n"
+           "Times every kernel variant in the family lists (every tier this CPU runs, side by side) through\n"
+           "Google Benchmark: median over repetitions and its spread, GOP/s, GB/s, bpw, and the fraction of\n"
+           "roofline = rate / min(peak ops of the tier, bandwidth of the level the working set lives in x\n"
+           "arithmetic intensity), with the limits from `qkbench probe` (measured once, then cached).\n\n"
+           "  --suite quick|full    quick (default, under 3 minutes): quantize/dequantize 16x4096 warm and\n"
+           "                        4096x4096 cold; actquant 1x4096, 64x4096; packing 4096x4096; decode gemv\n"
+           "                        1x4096x4096 cold on 1 and all cores (g = 32, 128); prefill gemm 64x256x4096.\n"
+           "                        full: every group size, the LLM presets for decode (cold and warm) and\n"
+           "                        packing, prefill M = 16..512 on 4096x4096, 1 and all cores\n"
+           "  --filter RE           only cases whose name matches the extended regex RE; names are\n"
+           "                        op/what/format/g/shape/tN/cache/kernel, e.g. 'gemv/W4A8/.*avx512'\n"
+           "  --isa TIER|all        cap the tiers (default all: every usable tier side by side)\n"
+           "  --threads LIST        e.g. 1,2: threads pinned one per core (hwloc); work split on the kernel's nr\n"
+           "  --cache cold|warm|both  cold rotates buffer copies larger than the last-level cache; warm reuses one\n"
+           "  --shape S             (repeatable) MxNxK, NxK (M = 1), or a preset: 7b (4096x4096), 7b-up\n"
+           "                        (11008x4096), 7b-down (4096x11008), 8b-up (14336x4096), 8b-down (4096x14336),\n"
+           "                        head (32000x4096); PRESET@M sets M (7b-up@64). Replaces the suite's shapes.\n"
+           "  --group LIST          group sizes, e.g. 32,128 or K (per channel); K must be a multiple\n"
+           "  --reps N              repetitions (default 5); --benchmark_repetitions=N does the same\n"
+           "  --min-time S          minimum seconds per repetition (default 0.02)\n"
+           "  --out DIR             write the results here (default <results>/<machine>/<date>-<commit>/)\n"
+           "  --results DIR         results root (default $QK_RESULTS or ./results)\n"
+           "  --no-save             write no files\n"
+           "  --reprobe             measure the machine's limits again first\n"
+           "  --list                print the case names (and why some are skipped) and exit\n"
+           "  --quiet               no progress and no table\n"
+           "  --benchmark_*=VALUE   Google Benchmark's own flags (--benchmark_filter, _repetitions, _out, ...)\n"
+           "Exit status: 0, 1 if a case failed, 2 on a usage error, 130 if interrupted (completed rows are kept).\n");
+}
+
+static int parse_list_int(const char *s, int *out, int max, int lo, int hi) {
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < lo || v > hi || n == max) return -1;
+        out[n++] = (int)v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) return -1;
+    }
+    return n;
+}
+
+static int parse_size(const char **p, size_t *v) {
+    char *end;
+    errno = 0;
+    if (**p < '0' || **p > '9') return -1;
+    unsigned long long x = strtoull(*p, &end, 10);
+    if (end == *p || errno || x == 0 || x > (1ull << 31)) return -1;
+    *v = (size_t)x;
+    *p = end;
+    return 0;
+}
+
+static int parse_shape(const char *s, qkb_shape *sh) {
+    for (size_t i = 0; i < sizeof shape_presets / sizeof shape_presets[0]; i++) {
+        size_t n = strlen(shape_presets[i].name);
+        if (!strncmp(s, shape_presets[i].name, n) && (s[n] == 0 || s[n] == '@')) {
+            sh->M = 1, sh->N = shape_presets[i].N, sh->K = shape_presets[i].K;
+            if (s[n] == '@') {
+                const char *p = s + n + 1;
+                if (parse_size(&p, &sh->M) || *p) return -1;
+            }
+            return 0;
+        }
+    }
+    size_t v[3];
+    int n = 0;
+    const char *p = s;
+    while (n < 3) {
+        if (parse_size(&p, &v[n])) return -1;
+        n++;
+        if (*p == 'x' || *p == 'X') p++;
+        else break;
+    }
+    if (*p || n < 2) return -1;
+    if (n == 2) sh->M = 1, sh->N = v[0], sh->K = v[1];
+    else sh->M = v[0], sh->N = v[1], sh->K = v[2];
+    return 0;
+}
+
+static int parse_groups(const char *s, size_t *out, int max) {
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        if (n == max - 1) return -1;
+        if (*p == 'K' || *p == 'k') {
+            out[n++] = QKB_GROUP_K;
+            p++;
+        } else if (parse_size(&p, &out[n++])) {
+            return -1;
+        }
+        if (*p == ',') p++;
+        else if (*p) return -1;
+    }
+    out[n] = 0;
+    return n;
+}
+
+#define BAD(...)                                              \
+    do {                                                      \
+        fprintf(stderr, "qkbench bench: " __VA_ARGS__);       \
+        fprintf(stderr, " (see qkbench bench --help)\n");     \
+        return 2;                                             \
+    } while (0)
+
+static int parse(int argc, char **argv, opts *o) {
+    memset(o, 0, sizeof *o);
+    o->plan.max_tier = QK_TIER_COUNT;
+    o->reps = 5;
+    o->min_time = 0.02;
+    size_t cl = 0;
+    cl += (size_t)snprintf(o->command, sizeof o->command, "qkbench");
+    for (int i = 0; i < argc && cl < sizeof o->command; i++)
+        cl += (size_t)snprintf(o->command + cl, sizeof o->command - cl, " %s", argv[i]);
+    int nshape = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (qkb_gb_is_flag(a)) {
+            if (o->ngb == 64) BAD("too many Google Benchmark flags");
+            o->gb_flags[o->ngb++] = argv[i];
+            continue;
+        }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 1;
+        }
+        if (!strcmp(a, "--no-save")) { o->no_save = 1; continue; }
+        if (!strcmp(a, "--list")) { o->list = 1; continue; }
+        if (!strcmp(a, "--reprobe")) { o->reprobe = 1; continue; }
+        if (!strcmp(a, "--quiet")) { o->quiet = 1; continue; }
+        static const char *valued[] = {"--suite", "--filter", "--isa", "--threads", "--cache", "--shape", "--group",
+                                       "--reps", "--min-time", "--out", "--results", NULL};
+        int known = 0;
+        for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
+        if (!known) BAD("unknown option '%s'", a);
+        if (!v) BAD("%s needs a value", a);
+        i++;
+        if (!strcmp(a, "--suite")) {
+            if (!strcmp(v, "quick")) o->plan.full = 0;
+            else if (!strcmp(v, "full")) o->plan.full = 1;
+            else BAD("--suite '%s': expected quick or full", v);
+        } else if (!strcmp(a, "--filter")) {
+            o->filter = v;
+        } else if (!strcmp(a, "--isa")) {
+            if (strcmp(v, "all") != 0) {
+                qk_tier t;
+                if (qk_tier_parse(v, &t) != QK_OK) BAD("--isa '%s': %s", v, qk_last_error());
+                o->plan.max_tier = t;
+                qk_set_tier_cap(t);
+            }
+        } else if (!strcmp(a, "--threads")) {
+            int n = parse_list_int(v, o->plan.threads, 7, 1, 1024);
+            if (n <= 0) BAD("--threads '%s': expected a list of thread counts like 1,2", v);
+            for (int k = 0; k < n; k++)
+                if (o->plan.threads[k] > qkb_ncores())
+                    BAD("--threads %d: this machine has %d cores (threads are pinned one per core)", o->plan.threads[k], qkb_ncores());
+        } else if (!strcmp(a, "--cache")) {
+            if (!strcmp(v, "warm")) o->plan.cache = 1;
+            else if (!strcmp(v, "cold")) o->plan.cache = 2;
+            else if (!strcmp(v, "both")) o->plan.cache = 3;
+            else BAD("--cache '%s': expected cold, warm or both", v);
+        } else if (!strcmp(a, "--shape")) {
+            if (nshape == 15) BAD("too many --shape");
+            if (parse_shape(v, &o->plan.shapes[nshape])) BAD("--shape '%s': expected MxNxK, NxK or a preset (7b, 7b-up, ...)", v);
+            nshape++;
+        } else if (!strcmp(a, "--group")) {
+            if (parse_groups(v, o->plan.groups, 8) <= 0) BAD("--group '%s': expected group sizes like 32,128 or K", v);
+        } else if (!strcmp(a, "--reps")) {
+            int r;
+            if (parse_list_int(v, &r, 1, 1, 1000) != 1) BAD("--reps '%s': expected a count from 1 to 1000", v);
+            o->reps = r;
+        } else if (!strcmp(a, "--min-time")) {
+            char *end;
+            o->min_time = strtod(v, &end);
+            if (*end || !(o->min_time > 0 && o->min_time <= 60)) BAD("--min-time '%s': expected seconds in (0, 60]", v);
+        } else if (!strcmp(a, "--out")) {
+            o->out = v;
+        } else if (!strcmp(a, "--results")) {
+            qkb_set_results_root(v);
+        }
+    }
+    return 0;
+}
+
+/* ---- the run ---- */
+
+typedef struct crun {
+    double times[256];
+    int ntimes;
+    int64_t iterations;
+    int done, failed;
+    double est_s;
+} crun;
+
+typedef struct bench_run {
+    opts *o;
+    qkb_cases cases;
+    crun *cr;
+    const qkb_limits *lim;
+    double llc;
+    char dir[1200];
+    int save;
+    qkb_row *rows;
+    size_t nrows;
+    qkb_skip *skips;
+    size_t nskip;
+    size_t nfailed;
+    qkb_run_meta meta;
+    size_t next_hint;
+    qkb_case *current;
+    int progress;
+    double t0, est_total, est_done;
+    size_t cases_done, cases_total;
+} bench_run;
+
+static bench_run *g_run;
+
+static void add_skip(bench_run *b, const char *name, const char *reason) {
+    qkb_skip *s = realloc(b->skips, (b->nskip + 1) * sizeof *s);
+    if (!s) return;
+    b->skips = s;
+    snprintf(s[b->nskip].name, sizeof s[b->nskip].name, "%s", name);
+    snprintf(s[b->nskip].reason, sizeof s[b->nskip].reason, "%s", reason);
+    b->nskip++;
+}
+
+static void save(bench_run *b) {
+    if (!b->save) return;
+    char err[400];
+    qkb_rows_speedups(b->rows, b->nrows);
+    if (qkb_rows_write(b->dir, &b->meta, b->rows, b->nrows, b->skips, b->nskip, err, sizeof err))
+        fprintf(stderr, "qkbench bench: %s\n", err);
+}
+
+static void fmt_dur(char *out, size_t n, double s) {
+    if (s < 0) s = 0;
+    snprintf(out, n, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
+}
+
+static void progress(bench_run *b, const qkb_case *c) {
+    if (!b->progress) return;
+    double el = qkb_seconds() - b->t0;
+    double scale = b->est_done > 0 && b->cases_done >= 3 ? el / b->est_done : 1;
+    double left = (b->est_total - b->est_done) * scale;
+    char e[16], l[16];
+    fmt_dur(e, sizeof e, el);
+    fmt_dur(l, sizeof l, left);
+    fprintf(stderr, "\r\033[K[%zu/%zu] %s elapsed, ~%s left  %.70s", b->cases_done + 1, b->cases_total, e, l, c ? c->name : "");
+    fflush(stderr);
+}
+
+/* Estimated seconds of a case: repetitions × max(min time, a guess of one call). */
+static double estimate(const opts *o, const qkb_case *c) {
+    double guess = c->roof_s > 0 ? c->roof_s / (c->tier == QK_TIER_SCALAR ? 0.05 : 0.3) : 1e-3;
+    double per = guess > o->min_time ? guess : o->min_time;
+    return (o->reps + 1.5) * per + 0.02 + c->ws * 2e-10;
+}
+
+static void bench_fn(qkb_gb_state *st, void *arg) {
+    qkb_case *c = arg;
+    bench_run *b = g_run;
+    char err[300];
+    if (interrupted) {
+        qkb_gb_skip(st, "interrupted");
+        return;
+    }
+    if (c->skip[0]) {
+        qkb_gb_skip(st, c->skip);
+        return;
+    }
+    if (b->current != c) {
+        if (b->current) qkb_case_teardown(b->current);
+        b->current = c;
+        progress(b, c);
+    }
+    if (qkb_case_setup(c, b->llc, err, sizeof err) || qkb_case_call(c, err, sizeof err)) {
+        qkb_gb_skip(st, err);
+        return;
+    }
+    while (qkb_gb_keep_running(st)) {
+        if (qkb_case_call(c, err, sizeof err)) {
+            qkb_gb_skip(st, err);
+            break;
+        }
+        if (interrupted) {
+            qkb_gb_skip(st, "interrupted");
+            break;
+        }
+    }
+    char label[200];
+    snprintf(label, sizeof label, "kernel=%s tier=%s level=%s", c->kernel_name, qk_tier_name(c->tier), c->level);
+    qkb_gb_label(st, label);
+    qkb_gb_counter(st, "GOPS", c->ops * 1e-9, QKB_GB_ITER_RATE);
+    qkb_gb_counter(st, "GBps", c->bytes * 1e-9, QKB_GB_ITER_RATE);
+    qkb_gb_counter(st, "roofline", c->roof_s, QKB_GB_ITER_RATE);
+    qkb_gb_counter(st, "bpw", c->bpw, QKB_GB_PLAIN);
+    qkb_gb_counter(st, "threads", c->threads, QKB_GB_PLAIN);
+}
+
+static size_t find_case(bench_run *b, const char *name) {
+    for (size_t k = 0; k < b->cases.n; k++) {
+        size_t i = (b->next_hint + k) % b->cases.n;
+        if (!strcmp(b->cases.v[i].name, name)) {
+            b->next_hint = i;
+            return i;
+        }
+    }
+    return (size_t)-1;
+}
+
+static void on_run(const qkb_gb_run *run, void *ctx) {
+    bench_run *b = ctx;
+    if (run->aggregate[0]) return; /* medians and spreads are computed from the repetitions */
+    size_t i = find_case(b, run->name);
+    if (i == (size_t)-1) return;
+    qkb_case *c = &b->cases.v[i];
+    crun *r = &b->cr[i];
+    if (r->done) return;
+    if (run->error) {
+        r->done = 1;
+        b->cases_done++;
+        b->est_done += r->est_s;
+        if (c->skip[0]) add_skip(b, c->name, c->skip);
+        else if (!strcmp(run->error_message, "interrupted")) add_skip(b, c->name, "not run: interrupted");
+        else {
+            r->failed = 1;
+            b->nfailed++;
+            char why[300];
+            snprintf(why, sizeof why, "failed: %s", run->error_message);
+            add_skip(b, c->name, why);
+            if (b->progress) fprintf(stderr, "\r\033[K");
+            fprintf(stderr, "qkbench bench: %s %s\n", c->name, why);
+        }
+        save(b);
+        return;
+    }
+    if (r->ntimes < 256) r->times[r->ntimes++] = run->real_s;
+    r->iterations = run->iterations;
+    if (r->ntimes < run->repetitions) return;
+    r->done = 1;
+    b->cases_done++;
+    b->est_done += r->est_s;
+    qkb_row *rows = realloc(b->rows, (b->nrows + 1) * sizeof *rows);
+    if (!rows) return;
+    b->rows = rows;
+    qkb_row_from_case(&b->rows[b->nrows++], c, r->times, r->ntimes, r->iterations);
+    save(b);
+}
+
+/* Run a suite; quiet_table: leave the compact table to the caller (the default
+ * run prints it after the accuracy summary); the run folder goes to run_dir_out. */
+static int bench_main(opts *o, const char *suite_name, int quiet_table, char *run_dir_out, size_t run_dir_n) {
+    bench_run b;
+    memset(&b, 0, sizeof b);
+    b.o = o;
+    char err[400];
+    if (qkb_cases_build(&b.cases, &o->plan, err, sizeof err)) {
+        fprintf(stderr, "qkbench bench: %s\n", err);
+        return 2;
+    }
+    if (o->filter) {
+        regex_t re;
+        int rc = regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB);
+        if (rc) {
+            regerror(rc, &re, err, sizeof err);
+            fprintf(stderr, "qkbench bench: --filter '%s': %s\n", o->filter, err);
+            qkb_cases_free(&b.cases);
+            return 2;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < b.cases.n; i++)
+            if (regexec(&re, b.cases.v[i].name, 0, NULL, 0) == 0) b.cases.v[k++] = b.cases.v[i];
+        b.cases.n = k;
+        regfree(&re);
+    }
+    if (o->list) {
+        for (size_t i = 0; i < b.cases.n; i++)
+            printf("%s%s%s\n", b.cases.v[i].name, b.cases.v[i].skip[0] ? "  [skip: " : "", b.cases.v[i].skip[0] ? b.cases.v[i].skip : "");
+        qkb_cases_free(&b.cases);
+        return 0;
+    }
+    if (b.cases.n == 0) {
+        fprintf(stderr, "qkbench bench: no case matches%s%s\n", o->filter ? " --filter " : "", o->filter ? o->filter : "");
+        qkb_cases_free(&b.cases);
+        return 2;
+    }
+    b.progress = qkb_tty() && !o->quiet;
+    int cached = 0;
+    b.lim = qkb_probe_get(o->reprobe, b.progress, &cached);
+    if (!b.lim) fprintf(stderr, "qkbench bench: warning: no probe limits; roofline fractions are left at 0\n");
+    b.llc = 0;
+    if (b.lim)
+        for (int i = 0; i + 1 < b.lim->nlevels; i++) b.llc = b.lim->level[i].size > b.llc ? b.lim->level[i].size : b.llc;
+    b.cr = calloc(b.cases.n, sizeof *b.cr);
+    for (size_t i = 0; i < b.cases.n; i++) {
+        qkb_case_roofline(&b.cases.v[i], b.lim);
+        b.cr[i].est_s = b.cases.v[i].skip[0] ? 0 : estimate(o, &b.cases.v[i]);
+        b.est_total += b.cr[i].est_s;
+    }
+    b.cases_total = b.cases.n;
+
+    b.save = !o->no_save && !qkb_gb_list_only();
+    if (b.save) {
+        if (o->out) {
+            snprintf(b.dir, sizeof b.dir, "%s", o->out);
+            if (qkb_mkdirs(b.dir, err, sizeof err)) {
+                fprintf(stderr, "qkbench bench: %s\n", err);
+                return 2;
+            }
+        } else if (qkb_make_run_dir(b.dir, sizeof b.dir, err, sizeof err)) {
+            fprintf(stderr, "qkbench bench: %s\n", err);
+            return 2;
+        }
+        char path[1300];
+        qkb_path(path, sizeof path, b.dir, "machine.json");
+        if (qkb_machine_write(path, b.lim, err, sizeof err)) fprintf(stderr, "qkbench bench: %s\n", err);
+    }
+    if (run_dir_out) snprintf(run_dir_out, run_dir_n, "%s", b.save ? b.dir : "");
+    snprintf(b.meta.machine, sizeof b.meta.machine, "%s", qkb_machine_name());
+    snprintf(b.meta.commit, sizeof b.meta.commit, "%s", qkb_commit());
+    qkb_now(NULL, 0, b.meta.date, sizeof b.meta.date);
+    snprintf(b.meta.command, sizeof b.meta.command, "%s", o->command);
+    snprintf(b.meta.suite, sizeof b.meta.suite, "%s", suite_name);
+
+    /* Google Benchmark: our defaults first, the user's flags after them (the later wins) */
+    char f_reps[64], f_min[64];
+    snprintf(f_reps, sizeof f_reps, "--benchmark_repetitions=%d", o->reps);
+    snprintf(f_min, sizeof f_min, "--benchmark_min_time=%g", o->min_time);
+    char *flags[70];
+    int nf = 0;
+    flags[nf++] = f_reps;
+    flags[nf++] = f_min;
+    for (int i = 0; i < o->ngb; i++) flags[nf++] = o->gb_flags[i];
+    if (qkb_gb_init(nf, flags)) return 2;
+    qkb_gb_context("qkbench_machine", qkb_machine_name());
+    qkb_gb_context("qkbench_commit", qkb_commit());
+    qkb_gb_context("qkbench_suite", suite_name);
+    for (size_t i = 0; i < b.cases.n; i++) qkb_gb_register(b.cases.v[i].name, bench_fn, &b.cases.v[i]);
+
+    if (b.progress) {
+        char l[16];
+        fmt_dur(l, sizeof l, b.est_total);
+        fprintf(stderr, "%s suite: %zu cases, about %s%s%s\n", suite_name, b.cases.n, l, b.save ? "; results in " : "", b.save ? b.dir : "");
+    }
+    g_run = &b;
+    interrupted = 0;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    b.t0 = qkb_seconds();
+    char gbtmp[1400], gbpath[1300];
+    qkb_path(gbpath, sizeof gbpath, b.dir, "gbench.json");
+    snprintf(gbtmp, sizeof gbtmp, "%s.tmp.%ld", gbpath, (long)getpid());
+    qkb_gb_run_all(b.save ? gbtmp : NULL, on_run, &b);
+    if (b.current) qkb_case_teardown(b.current);
+    qkb_cases_release_cache();
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (b.progress) fprintf(stderr, "\r\033[K");
+    if (b.save && access(gbtmp, F_OK) == 0 && rename(gbtmp, gbpath) != 0) fprintf(stderr, "qkbench bench: cannot write %s\n", gbpath);
+    /* cases Google Benchmark never reported (filtered out by --benchmark_filter, or interrupted before) */
+    for (size_t i = 0; i < b.cases.n; i++)
+        if (!b.cr[i].done && b.cases.v[i].skip[0]) add_skip(&b, b.cases.v[i].name, b.cases.v[i].skip);
+    b.meta.interrupted = interrupted != 0;
+    b.meta.complete = !interrupted;
+    save(&b);
+    if (b.save) {
+        if (qkb_summary_write(b.dir, &b.meta, b.lim, b.rows, b.nrows, b.skips, b.nskip, NULL, err, sizeof err))
+            fprintf(stderr, "qkbench bench: %s\n", err);
+    }
+    if (!o->quiet && !quiet_table && !qkb_gb_list_only()) {
+        printf("\n");
+        qkb_rows_table(stdout, b.rows, b.nrows, 0);
+        size_t nskip_tier = 0;
+        for (size_t i = 0; i < b.nskip; i++) nskip_tier += strncmp(b.skips[i].reason, "failed", 6) != 0;
+        printf("\n%zu rows%s", b.nrows, nskip_tier ? "" : "\n");
+        if (nskip_tier) printf(", %zu cases skipped (the reasons are in summary.md)\n", nskip_tier);
+        if (b.save) printf("results: %s\n", b.dir);
+    }
+    if (interrupted) fprintf(stderr, "qkbench bench: interrupted; the %zu completed rows are in %s\n", b.nrows, b.save ? b.dir : "(not saved)");
+    free(b.rows);
+    free(b.skips);
+    free(b.cr);
+    qkb_cases_free(&b.cases);
+    g_run = NULL;
+    return interrupted ? 130 : b.nfailed ? 1 : 0;
+}
+
+int qk_cmd_bench(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc == 1 ? 0 : rc;
+    return bench_main(&o, o.plan.full ? "full" : "quick", 0, NULL, 0);
+}
+
+/* ---- the default run ---- */
+
+int qkb_run_default(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc == 1 ? 0 : rc;
+    const qk_cpu_info *c = qk_cpu();
+    const qk_topology *t = qk_topology_get();
+    printf("qkbench: %s, %d cores; tiers:", c->brand, qkb_ncores());
+    for (int i = 0; i < QK_TIER_COUNT; i++)
+        if (qk_tier_allowed((qk_tier)i)) printf(" %s", qk_tier_name((qk_tier)i));
+    printf("\n");
+    if (t->ok) printf("hwloc: %d package(s), %d cores, %d NUMA node(s); `qkbench info` has the details\n", t->packages, t->cores, t->numa_nodes);
+    int cached = 0;
+    const qkb_limits *l = qkb_probe_get(o.reprobe, qkb_tty(), &cached);
+    if (l) {
+        printf("\nmachine limits (%s):\n", cached ? "cached probe; qkbench probe --reprobe measures again" : "just measured");
+        qkb_limits_print(l, stdout);
+    }
+    fflush(stdout);
+    char dir[1200] = "";
+    int brc = bench_main(&o, "quick", 1, dir, sizeof dir);
+    if (brc == 2) return 2;
+    char *md = NULL;
+    size_t mdlen = 0;
+    int arc = 0;
+    if (!interrupted && dir[0]) {
+        FILE *f = open_memstream(&md, &mdlen);
+        if (qkb_tty()) fprintf(stderr, "accuracy summary...\n");
+        arc = qk_accuracy_summary(dir, f);
+        fclose(f);
+        /* rewrite summary.md with the accuracy section */
+        qkb_run_meta m;
+        qkb_row *rows = NULL;
+        size_t n = 0;
+        char err[400];
+        if (qkb_rows_load(dir, &m, &rows, &n, err, sizeof err) == 0) {
+            qkb_skip *sk = NULL;
+            size_t nsk = 0;
+            char path[1300];
+            qkb_path(path, sizeof path, dir, "results.json");
+            qkj *root = qkj_parse_file(path, err, sizeof err);
+            const qkj *s = qkj_get(root, "skipped");
+            if (s && s->type == QKJ_ARR && s->n) {
+                sk = calloc(s->n, sizeof *sk);
+                for (size_t i = 0; sk && i < s->n; i++) {
+                    snprintf(sk[i].name, sizeof sk[i].name, "%s", qkj_str(qkj_get(s->items[i], "name"), ""));
+                    snprintf(sk[i].reason, sizeof sk[i].reason, "%s", qkj_str(qkj_get(s->items[i], "reason"), ""));
+                }
+                nsk = sk ? s->n : 0;
+            }
+            qkj_free(root);
+            if (qkb_summary_write(dir, &m, l, rows, n, sk, nsk, md, err, sizeof err)) fprintf(stderr, "qkbench: %s\n", err);
+            printf("\n");
+            qkb_rows_table(stdout, rows, n, 0);
+            free(sk);
+            free(rows);
+        }
+    } else if (dir[0]) {
+        qkb_run_meta m;
+        qkb_row *rows = NULL;
+        size_t n = 0;
+        char err[400];
+        if (qkb_rows_load(dir, &m, &rows, &n, err, sizeof err) == 0) {
+            printf("\n");
+            qkb_rows_table(stdout, rows, n, 0);
+            free(rows);
+        }
+    }
+    if (md && mdlen) printf("\n%s", md);
+    free(md);
+    if (dir[0]) printf("\nresults: %s (summary.md, results.json/.csv, gbench.json, machine.json; plots: qkbench report %s)\n", dir, dir);
+    return brc ? brc : arc;
+}

@@ -1,0 +1,367 @@
+/* Rows: statistics, speed-ups, results.json / results.csv / summary.md. */
+#include "rows.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qk/kernels.h"
+#include "results.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n, int64_t iterations) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", c->name);
+    snprintf(r->op, sizeof r->op, "%s", c->op);
+    snprintf(r->what, sizeof r->what, "%s", c->what);
+    snprintf(r->kernel, sizeof r->kernel, "%s", c->kernel_name);
+    snprintf(r->tier, sizeof r->tier, "%s", qk_tier_name(c->tier));
+    snprintf(r->format, sizeof r->format, "%s", c->kind == QKB_ACTQUANT ? qk_act_rule_name(c->rule) : qk_format_name(c->format));
+    snprintf(r->scales, sizeof r->scales, "%s", c->st == QK_SCALE_F16 ? "f16" : "f32");
+    snprintf(r->cache, sizeof r->cache, "%s", c->cold ? "cold" : "warm");
+    snprintf(r->level, sizeof r->level, "%s", c->level);
+    snprintf(r->bound, sizeof r->bound, "%s", c->bound);
+    r->M = c->M, r->N = c->N, r->K = c->K, r->group = c->group;
+    r->threads = c->threads;
+    r->headline = c->headline;
+    r->reps = n;
+    r->iterations = iterations;
+    double t[256];
+    int m = n < 256 ? n : 256;
+    memcpy(t, times, (size_t)m * sizeof *t);
+    qsort(t, (size_t)m, sizeof *t, cmp_double);
+    if (m > 0) {
+        r->median_s = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
+        r->min_s = t[0];
+        r->max_s = t[m - 1];
+        double s = 0, s2 = 0;
+        for (int i = 0; i < m; i++) s += t[i];
+        r->mean_s = s / m;
+        for (int i = 0; i < m; i++) s2 += (t[i] - r->mean_s) * (t[i] - r->mean_s);
+        r->stddev_s = m > 1 ? sqrt(s2 / (m - 1)) : 0;
+        r->cv = r->mean_s > 0 ? r->stddev_s / r->mean_s : 0;
+        r->spread = r->median_s > 0 ? (r->max_s - r->min_s) / r->median_s : 0;
+    }
+    r->ops = c->ops;
+    r->bytes = c->bytes;
+    r->bpw = c->bpw;
+    r->ai = c->bytes > 0 ? c->ops / c->bytes : 0;
+    if (r->median_s > 0) {
+        r->gops = c->ops / r->median_s * 1e-9;
+        r->gbps = c->bytes / r->median_s * 1e-9;
+        r->roofline = c->roof_s / r->median_s;
+    }
+    r->bw_gbps = c->bw * 1e-9;
+    r->peak_gops = c->peak * 1e-9;
+    r->roofline_s = c->roof_s;
+}
+
+static int same_config(const qkb_row *a, const qkb_row *b) {
+    return !strcmp(a->op, b->op) && !strcmp(a->what, b->what) && !strcmp(a->format, b->format) && !strcmp(a->scales, b->scales) &&
+           !strcmp(a->cache, b->cache) && a->group == b->group && a->M == b->M && a->N == b->N && a->K == b->K &&
+           a->threads == b->threads;
+}
+
+void qkb_rows_speedups(qkb_row *rows, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        rows[i].speedup = 0;
+        for (size_t j = 0; j < n; j++)
+            if (!strcmp(rows[j].tier, "scalar") && same_config(&rows[i], &rows[j]) && rows[i].median_s > 0) {
+                rows[i].speedup = rows[j].median_s / rows[i].median_s;
+                break;
+            }
+    }
+}
+
+/* ---- results.json / results.csv ---- */
+
+static void row_json(qkw *w, const qkb_row *r) {
+    qkw_obj(w);
+    qkw_kstr(w, "name", r->name);
+    qkw_kstr(w, "op", r->op);
+    qkw_kstr(w, "what", r->what);
+    qkw_kstr(w, "kernel", r->kernel);
+    qkw_kstr(w, "tier", r->tier);
+    qkw_kstr(w, "format", r->format);
+    qkw_kint(w, "group", (long long)r->group);
+    qkw_kstr(w, "scales", r->scales);
+    qkw_kint(w, "M", (long long)r->M);
+    qkw_kint(w, "N", (long long)r->N);
+    qkw_kint(w, "K", (long long)r->K);
+    qkw_kint(w, "threads", r->threads);
+    qkw_kstr(w, "cache", r->cache);
+    qkw_kint(w, "reps", r->reps);
+    qkw_kint(w, "iterations", (long long)r->iterations);
+    qkw_knum(w, "median_s", r->median_s);
+    qkw_knum(w, "mean_s", r->mean_s);
+    qkw_knum(w, "min_s", r->min_s);
+    qkw_knum(w, "max_s", r->max_s);
+    qkw_knum(w, "stddev_s", r->stddev_s);
+    qkw_knum(w, "cv", r->cv);
+    qkw_knum(w, "spread", r->spread);
+    qkw_knum(w, "ops", r->ops);
+    qkw_knum(w, "bytes", r->bytes);
+    qkw_knum(w, "gops", r->gops);
+    qkw_knum(w, "gbps", r->gbps);
+    qkw_knum(w, "bpw", r->bpw);
+    qkw_knum(w, "ai", r->ai);
+    qkw_kstr(w, "level", r->level);
+    qkw_knum(w, "bw_gbps", r->bw_gbps);
+    qkw_knum(w, "peak_gops", r->peak_gops);
+    qkw_knum(w, "roofline_s", r->roofline_s);
+    qkw_knum(w, "roofline", r->roofline);
+    qkw_kstr(w, "bound", r->bound);
+    qkw_knum(w, "speedup_vs_scalar", r->speedup);
+    qkw_kint(w, "headline", r->headline);
+    qkw_end_obj(w);
+}
+
+static const char *csv_header =
+    "name,op,what,kernel,tier,format,group,scales,M,N,K,threads,cache,reps,iterations,median_s,mean_s,min_s,max_s,"
+    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline\n";
+
+static void row_csv(qkb_buf *b, const qkb_row *r) {
+    qkb_buf_printf(b, "%s,%s,%s,%s,%s,%s,%zu,%s,%zu,%zu,%zu,%d,%s,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%s,"
+                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d\n",
+                   r->name, r->op, r->what, r->kernel, r->tier, r->format, r->group, r->scales, r->M, r->N, r->K, r->threads, r->cache,
+                   r->reps, (long long)r->iterations, r->median_s, r->mean_s, r->min_s, r->max_s, r->stddev_s, r->cv, r->spread, r->ops,
+                   r->bytes, r->gops, r->gbps, r->bpw, r->ai, r->level, r->bw_gbps, r->peak_gops, r->roofline_s, r->roofline, r->bound,
+                   r->speedup, r->headline);
+}
+
+int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, size_t n, const qkb_skip *skips, size_t nskip,
+                   char *err, size_t errlen) {
+    qkb_buf b = {0};
+    qkw w;
+    qkw_init(&w, &b);
+    qkw_obj(&w);
+    qkw_kstr(&w, "schema", "qkbench-results/1");
+    qkw_kstr(&w, "machine", m->machine);
+    qkw_kstr(&w, "commit", m->commit);
+    qkw_kstr(&w, "date", m->date);
+    qkw_kstr(&w, "command", m->command);
+    qkw_kstr(&w, "suite", m->suite);
+    qkw_kbool(&w, "complete", m->complete);
+    qkw_kbool(&w, "interrupted", m->interrupted);
+    qkw_key(&w, "rows");
+    qkw_arr(&w);
+    for (size_t i = 0; i < n; i++) row_json(&w, &rows[i]);
+    qkw_end_arr(&w);
+    qkw_key(&w, "skipped");
+    qkw_arr(&w);
+    for (size_t i = 0; i < nskip; i++) {
+        qkw_obj(&w);
+        qkw_kstr(&w, "name", skips[i].name);
+        qkw_kstr(&w, "reason", skips[i].reason);
+        qkw_end_obj(&w);
+    }
+    qkw_end_arr(&w);
+    qkw_end_obj(&w);
+    char path[1200];
+    qkb_path(path, sizeof path, dir, "results.json");
+    int rc = b.oom ? (snprintf(err, errlen, "out of memory"), -1) : qkb_write_atomic(path, b.p, b.n, err, errlen);
+    qkb_buf_free(&b);
+    if (rc) return rc;
+    qkb_buf_puts(&b, csv_header);
+    for (size_t i = 0; i < n; i++) row_csv(&b, &rows[i]);
+    qkb_path(path, sizeof path, dir, "results.csv");
+    rc = b.oom ? (snprintf(err, errlen, "out of memory"), -1) : qkb_write_atomic(path, b.p, b.n, err, errlen);
+    qkb_buf_free(&b);
+    return rc;
+}
+
+static void cpy(char *dst, size_t n, const qkj *o, const char *key) { snprintf(dst, n, "%s", qkj_str(qkj_get(o, key), "")); }
+
+int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, char *err, size_t errlen) {
+    char file[1200];
+    size_t len = strlen(path);
+    if (len > 5 && !strcmp(path + len - 5, ".json")) snprintf(file, sizeof file, "%s", path);
+    else qkb_path(file, sizeof file, path, "results.json");
+    qkj *root = qkj_parse_file(file, err, errlen);
+    if (!root) return -1;
+    const qkj *rs = qkj_get(root, "rows");
+    if (!rs || rs->type != QKJ_ARR) {
+        snprintf(err, errlen, "%s has no \"rows\" array: not a qkbench results file", file);
+        qkj_free(root);
+        return -1;
+    }
+    memset(m, 0, sizeof *m);
+    cpy(m->machine, sizeof m->machine, root, "machine");
+    cpy(m->commit, sizeof m->commit, root, "commit");
+    cpy(m->date, sizeof m->date, root, "date");
+    cpy(m->command, sizeof m->command, root, "command");
+    cpy(m->suite, sizeof m->suite, root, "suite");
+    m->complete = (int)qkj_num(qkj_get(root, "complete"), 0);
+    m->interrupted = (int)qkj_num(qkj_get(root, "interrupted"), 0);
+    *rows = calloc(rs->n ? rs->n : 1, sizeof **rows);
+    *n = rs->n;
+    for (size_t i = 0; i < rs->n; i++) {
+        const qkj *o = rs->items[i];
+        qkb_row *r = &(*rows)[i];
+        cpy(r->name, sizeof r->name, o, "name");
+        cpy(r->op, sizeof r->op, o, "op");
+        cpy(r->what, sizeof r->what, o, "what");
+        cpy(r->kernel, sizeof r->kernel, o, "kernel");
+        cpy(r->tier, sizeof r->tier, o, "tier");
+        cpy(r->format, sizeof r->format, o, "format");
+        cpy(r->scales, sizeof r->scales, o, "scales");
+        cpy(r->cache, sizeof r->cache, o, "cache");
+        cpy(r->level, sizeof r->level, o, "level");
+        cpy(r->bound, sizeof r->bound, o, "bound");
+        r->group = (size_t)qkj_num(qkj_get(o, "group"), 0);
+        r->M = (size_t)qkj_num(qkj_get(o, "M"), 0);
+        r->N = (size_t)qkj_num(qkj_get(o, "N"), 0);
+        r->K = (size_t)qkj_num(qkj_get(o, "K"), 0);
+        r->threads = (int)qkj_num(qkj_get(o, "threads"), 1);
+        r->headline = (int)qkj_num(qkj_get(o, "headline"), 0);
+        r->reps = (int)qkj_num(qkj_get(o, "reps"), 0);
+        r->iterations = (int64_t)qkj_num(qkj_get(o, "iterations"), 0);
+        r->median_s = qkj_num(qkj_get(o, "median_s"), 0);
+        r->mean_s = qkj_num(qkj_get(o, "mean_s"), 0);
+        r->min_s = qkj_num(qkj_get(o, "min_s"), 0);
+        r->max_s = qkj_num(qkj_get(o, "max_s"), 0);
+        r->stddev_s = qkj_num(qkj_get(o, "stddev_s"), 0);
+        r->cv = qkj_num(qkj_get(o, "cv"), 0);
+        r->spread = qkj_num(qkj_get(o, "spread"), 0);
+        r->ops = qkj_num(qkj_get(o, "ops"), 0);
+        r->bytes = qkj_num(qkj_get(o, "bytes"), 0);
+        r->gops = qkj_num(qkj_get(o, "gops"), 0);
+        r->gbps = qkj_num(qkj_get(o, "gbps"), 0);
+        r->bpw = qkj_num(qkj_get(o, "bpw"), 0);
+        r->ai = qkj_num(qkj_get(o, "ai"), 0);
+        r->bw_gbps = qkj_num(qkj_get(o, "bw_gbps"), 0);
+        r->peak_gops = qkj_num(qkj_get(o, "peak_gops"), 0);
+        r->roofline_s = qkj_num(qkj_get(o, "roofline_s"), 0);
+        r->roofline = qkj_num(qkj_get(o, "roofline"), 0);
+        r->speedup = qkj_num(qkj_get(o, "speedup_vs_scalar"), 0);
+    }
+    qkj_free(root);
+    return 0;
+}
+
+/* ---- tables ---- */
+
+static void fmt_time(char *out, size_t n, double s) {
+    if (s <= 0) snprintf(out, n, "-");
+    else if (s < 1e-3) snprintf(out, n, "%.1f us", s * 1e6);
+    else if (s < 1) snprintf(out, n, "%.2f ms", s * 1e3);
+    else snprintf(out, n, "%.2f s", s);
+}
+
+static void fmt_rate(char *out, size_t n, const qkb_row *r) {
+    if (!strcmp(r->bound, "compute") || (!strcmp(r->op, "gemm") && strcmp(r->bound, "memory")))
+        snprintf(out, n, "%.1f GOP/s", r->gops);
+    else snprintf(out, n, "%.1f GB/s", r->gbps);
+}
+
+static void fmt_shape(char *out, size_t n, const qkb_row *r) {
+    if (!strcmp(r->op, "gemv") || !strcmp(r->op, "gemm")) snprintf(out, n, "%zux%zux%zu", r->M, r->N, r->K);
+    else if (!strcmp(r->op, "actquant")) snprintf(out, n, "%zux%zu", r->M, r->K);
+    else snprintf(out, n, "%zux%zu", r->N, r->K);
+}
+
+void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
+    const char *hdr[] = {"op", "mode", "format", "g", "shape", "thr", "cache", "best kernel", "time", "rate", "roofline", "vs scalar"};
+    if (md) {
+        fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | speed-up vs scalar |\n");
+        fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    } else {
+        fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
+                hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]);
+    }
+    char *done = calloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        if (!rows[i].headline || done[i]) continue;
+        size_t best = i;
+        for (size_t j = i; j < n; j++) {
+            if (!rows[j].headline || strcmp(rows[j].op, rows[i].op) || strcmp(rows[j].what, rows[i].what) ||
+                strcmp(rows[j].format, rows[i].format) || !same_config(&rows[i], &rows[j]))
+                continue;
+            done[j] = 1;
+            if (rows[j].median_s > 0 && (rows[best].median_s <= 0 || rows[j].median_s < rows[best].median_s)) best = j;
+        }
+        const qkb_row *r = &rows[best];
+        char t[32], rate[32], shape[48], roof[32], sp[32], g[16];
+        fmt_time(t, sizeof t, r->median_s);
+        fmt_rate(rate, sizeof rate, r);
+        fmt_shape(shape, sizeof shape, r);
+        snprintf(roof, sizeof roof, "%.1f%% %s", 100 * r->roofline, r->level);
+        if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2fx", r->speedup);
+        else snprintf(sp, sizeof sp, "-");
+        snprintf(g, sizeof g, "%zu", r->group);
+        const char *mode = strcmp(r->what, r->format) ? r->what : "";
+        if (md)
+            fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | `%s` | %s | %s | %s | %s |\n", r->op, mode, r->format, g, shape, r->threads,
+                    r->cache, r->kernel, t, rate, roof, sp);
+        else
+            fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3d %-5s %-38s %9s %13s %15s %9s\n", r->op, mode, r->format, g, shape, r->threads,
+                    r->cache, r->kernel, t, rate, roof, sp);
+    }
+    free(done);
+}
+
+int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *l, const qkb_row *rows, size_t n,
+                      const qkb_skip *skips, size_t nskip, const char *extra_md, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return snprintf(err, errlen, "out of memory"), -1;
+    const qk_cpu_info *c = qk_cpu();
+    fprintf(f, "# qkbench results: %s\n\n", m->machine);
+    fprintf(f, "- date: %s, commit `%s`, suite `%s`%s\n", m->date, m->commit, m->suite,
+            m->interrupted ? " — **interrupted**: the rows below are the ones that completed" : "");
+    fprintf(f, "- command: `%s`\n", m->command);
+    fprintf(f, "- CPU: %s (%s); tier cap %s\n", c->brand, c->vendor, qk_tier_name(qk_tier_cap()));
+    fprintf(f, "- files: `machine.json` (CPU, features, topology, build, probe, dispatch), `results.json` / `results.csv` "
+               "(every row), `gbench.json` (Google Benchmark's own output)\n\n");
+    if (l && l->ok) {
+        fprintf(f, "## Limits measured by `qkbench probe`\n\n| level | size | read 1 thread | read %d cores | hwloc reports |\n|---|---|---|---|---|\n",
+                l->ncores);
+        for (int i = 0; i < l->nlevels; i++) {
+            const qkb_level *v = &l->level[i];
+            char s[32] = "-", h[400] = "";
+            if (v->size > 0) snprintf(s, sizeof s, "%.1f KiB", v->size / 1024);
+            if (v->size >= 1048576) snprintf(s, sizeof s, "%.1f MiB", v->size / 1048576);
+            if (v->hwloc_size > 0)
+                snprintf(h, sizeof h, "%.1f %s%s", v->hwloc_size >= 1048576 ? v->hwloc_size / 1048576 : v->hwloc_size / 1024,
+                         v->hwloc_size >= 1048576 ? "MiB" : "KiB", v->contradicted ? " (contradicted by the curve)" : "");
+            fprintf(f, "| %s | %s | %.1f GB/s | %.1f GB/s | %s |\n", v->name, s, v->bw1 * 1e-9, v->bwall * 1e-9, h);
+        }
+        fprintf(f, "\n| tier | f32 FMA GFLOP/s (1 / %d threads) | int8 dot GOP/s (1 / %d threads) |\n|---|---|---|\n", l->ncores, l->ncores);
+        for (int i = 0; i < l->npeaks; i++) {
+            const qkb_peak *p = &l->peak[i];
+            fprintf(f, "| %s | %.1f / %.1f (%s) | %.1f / %.1f (%s) |\n", qk_tier_name(p->tier), p->f32_1 * 1e-9, p->f32_all * 1e-9,
+                    p->f32_insn, p->i8_1 * 1e-9, p->i8_all * 1e-9, p->i8_insn);
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "## Best variant per op and mode\n\nroofline = min(peak ops of the tier, bandwidth of the level the working set lives in × "
+               "arithmetic intensity); the %% is the measured rate over it.\n\n");
+    qkb_rows_table(f, rows, n, 1);
+    if (extra_md && *extra_md) fprintf(f, "\n%s\n", extra_md);
+    fprintf(f, "\n## All rows (%zu)\n\n| name | median | spread | GOP/s | GB/s | bpw | level | %% of roofline | bound | vs scalar |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n",
+            n);
+    for (size_t i = 0; i < n; i++) {
+        const qkb_row *r = &rows[i];
+        char t[32], sp[32] = "-";
+        fmt_time(t, sizeof t, r->median_s);
+        if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2fx", r->speedup);
+        fprintf(f, "| `%s` | %s | %.1f%% | %.2f | %.2f | %.2f | %s | %.1f%% | %s | %s |\n", r->name, t, 100 * r->spread, r->gops,
+                r->gbps, r->bpw, r->level, 100 * r->roofline, r->bound, sp);
+    }
+    if (nskip) {
+        fprintf(f, "\n## Skipped (%zu)\n\n", nskip);
+        for (size_t i = 0; i < nskip; i++) fprintf(f, "- `%s`: %s\n", skips[i].name, skips[i].reason);
+    }
+    fclose(f);
+    char path[1200];
+    qkb_path(path, sizeof path, dir, "summary.md");
+    int rc = qkb_write_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
+}
