@@ -25,8 +25,8 @@ static const command commands[] = {
     {"accuracy", "error against the FP32 reference, split into its sources", qk_cmd_accuracy, NULL},
     {"sweep", "every format x group size x tier: speed, bpw and error side by side", qk_cmd_sweep, NULL},
     {"depth", "error through a stack of quantized residual blocks", qk_cmd_depth, NULL},
-    {"compare", "compare two result sets and flag regressions", NULL, "the benchmark issue"},
-    {"report", "render plots from a results folder", NULL, "the benchmark issue"},
+    {"compare", "compare two result sets and flag regressions", qk_cmd_compare, NULL},
+    {"report", "render plots from a results folder", qk_cmd_report, NULL},
     {"fleet", "run across machines with Slurm; collect and compare", NULL, "the scale-out issue"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

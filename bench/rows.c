@@ -33,6 +33,8 @@ void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n
     double t[256];
     int m = n < 256 ? n : 256;
     memcpy(t, times, (size_t)m * sizeof *t);
+    r->ntimes = m < QKB_ROW_MAX_TIMES ? m : QKB_ROW_MAX_TIMES;
+    memcpy(r->times, times, (size_t)r->ntimes * sizeof *t);
     qsort(t, (size_t)m, sizeof *t, cmp_double);
     if (m > 0) {
         r->median_s = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
@@ -117,6 +119,10 @@ static void row_json(qkw *w, const qkb_row *r) {
     qkw_kstr(w, "bound", r->bound);
     qkw_knum(w, "speedup_vs_scalar", r->speedup);
     qkw_kint(w, "headline", r->headline);
+    qkw_key(w, "times_s");
+    qkw_arr(w);
+    for (int i = 0; i < r->ntimes; i++) qkw_num(w, r->times[i]);
+    qkw_end_arr(w);
     qkw_end_obj(w);
 }
 
@@ -238,6 +244,8 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         r->roofline_s = qkj_num(qkj_get(o, "roofline_s"), 0);
         r->roofline = qkj_num(qkj_get(o, "roofline"), 0);
         r->speedup = qkj_num(qkj_get(o, "speedup_vs_scalar"), 0);
+        const qkj *ts = qkj_get(o, "times_s");
+        for (size_t k = 0; ts && ts->type == QKJ_ARR && k < ts->n && k < QKB_ROW_MAX_TIMES; k++) r->times[r->ntimes++] = qkj_num(ts->items[k], 0);
     }
     qkj_free(root);
     return 0;

@@ -13,6 +13,7 @@
 ///   reps, iterations   repetitions (Google Benchmark) and iterations in each
 ///   median_s, mean_s, min_s, max_s, stddev_s, cv   time per call over the repetitions
 ///   spread      (max - min) / median over the repetitions
+///   times_s     every repetition's time per call (results.json only)
 ///   ops, bytes  per call: 2·M·N·K for matmuls (elements otherwise); bytes read and written
 ///   gops, gbps  ops/median and bytes/median, in 1e9 per second
 ///   bpw         bits per weight (actquant: bits per activation)
@@ -33,6 +34,8 @@
 #include "cases.h"
 #include "json.h"
 
+#define QKB_ROW_MAX_TIMES 64
+
 typedef struct qkb_row {
     char name[200], op[12], what[24], kernel[96], tier[16], format[8], scales[4], cache[8];
     char level[8], bound[8];
@@ -43,6 +46,8 @@ typedef struct qkb_row {
     double median_s, mean_s, min_s, max_s, stddev_s, cv, spread;
     double ops, bytes, gops, gbps, bpw, ai;
     double bw_gbps, peak_gops, roofline_s, roofline, speedup;
+    int ntimes;
+    double times[QKB_ROW_MAX_TIMES];
 } qkb_row;
 
 /// Fill a row from a case and its per-repetition times (seconds per call).
