@@ -214,7 +214,7 @@ static int parse(int argc, char **argv, opts *o) {
                 qk_set_tier_cap(t);
             }
         } else if (!strcmp(a, "--threads")) {
-            int n = parse_list_int(v, o->plan.threads, 7, 1, 1024);
+            int n = parse_list_int(v, o->plan.threads, 7, 1, 1 << 20);
             if (n <= 0) BAD("--threads '%s': expected a list of thread counts like 1,2", v);
             for (int k = 0; k < n; k++)
                 if (o->plan.threads[k] > qkb_ncores())

@@ -51,7 +51,8 @@ static void usage(void) {
            "Compares two result folders (or their results.json): for every row in both, the throughput ratio\n"
            "B/A (median time of A / median time of B) and a verdict:\n"
            "  slower   B is slower by more than the threshold (default 10%%) AND by more than K (default 3)\n"
-           "           times the combined noise sqrt(sA^2 + sB^2), s = 1.4826 MAD / median over the repetitions\n"
+           "           times the noise: the standard error of the two medians, 1.2533 sqrt(sA^2/nA + sB^2/nB),\n"
+           "           s = 1.4826 MAD / median over the n repetitions of each row\n"
            "  faster   the same the other way\n"
            "  same     a change inside the noise or the threshold is not a regression\n"
            "When both folders hold accuracy.json (the default run), it also compares the error of every\n"
@@ -178,7 +179,7 @@ int qk_cmd_compare(int argc, char **argv) {
     printf("A: %s (%s, commit %s, %zu rows)\nB: %s (%s, commit %s, %zu rows)\n", path[0], ma.machine, ma.commit, na, path[1], mb.machine,
            mb.commit, nb);
     if (strcmp(ma.machine, mb.machine)) printf("note: different machines; ratios compare the machines as much as the code\n");
-    printf("verdict: a change counts when it exceeds %.0f%% and %.0fx the combined noise of the repetitions\n\n", threshold * 100, kn);
+    printf("verdict: a change counts when it exceeds %.0f%% and %.0fx the noise (standard error of the medians)\n\n", threshold * 100, kn);
     printf("%-8s %8s %7s %10s %10s  %s\n", "verdict", "B/A", "noise", "A median", "B median", "row");
     size_t matched = 0, slower = 0, faster = 0, same = 0, only_b = 0;
     char *used = calloc(na ? na : 1, 1);
@@ -198,7 +199,10 @@ int qk_cmd_compare(int argc, char **argv) {
         if (a->median_s <= 0 || b->median_s <= 0) continue;
         matched++;
         double ratio = a->median_s / b->median_s; /* throughput of B over A */
-        double sa = rel_sigma(a), sb = rel_sigma(b), noise = sqrt(sa * sa + sb * sb);
+        /* standard error of the difference of two medians: 1.2533 sigma / sqrt(n) each */
+        double sa = rel_sigma(a), sb = rel_sigma(b);
+        double na_ = a->ntimes > 0 ? a->ntimes : 1, nb_ = b->ntimes > 0 ? b->ntimes : 1;
+        double noise = 1.2533 * sqrt(sa * sa / na_ + sb * sb / nb_);
         double change = ratio >= 1 ? ratio - 1 : 1 / ratio - 1;
         int counts = change > threshold && change > kn * noise;
         const char *v = !counts ? "same" : ratio < 1 ? "SLOWER" : "faster";

@@ -21,6 +21,9 @@
 #define SWEEP_MIN (4 * 1024)
 #define SWEEP_MAX ((size_t)256 << 20)
 
+/* --quick (for tests): half the points, shorter trials. */
+static int quick;
+
 static void say(int on, const char *fmt, const char *what) {
     if (on) {
         fprintf(stderr, fmt, what);
@@ -67,7 +70,7 @@ static double median(const double *v, int n) {
 /* Sweep sizes: 4 per octave from 4 KiB, plus points around each size hwloc reports. */
 static int sweep_sizes(double *s, size_t max) {
     int n = 0;
-    for (double x = SWEEP_MIN; x <= (double)max * 1.0001 && n < QKB_MAX_POINTS - 16; x *= 1.189207115) s[n++] = x;
+    for (double x = SWEEP_MIN; x <= (double)max * 1.0001 && n < QKB_MAX_POINTS - 16; x *= quick ? 1.41421356 : 1.189207115) s[n++] = x;
     const qk_topology *t = qk_topology_get();
     for (int i = 0; t->ok && i < t->ncache && n < QKB_MAX_POINTS - 4; i++) {
         double c = (double)t->cache[i].size;
@@ -88,10 +91,10 @@ static int sweep_sizes(double *s, size_t max) {
  * Trials are short and many, so that one without preemption is likely even on
  * a busy machine; it stops early once the two best agree within 2%. */
 static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
-    const double target = 8 * MiB;
+    const double target = (quick ? 4 : 8) * MiB;
     j->bytes = bytes;
     j->passes = (size_t)ceil(target / (double)bytes);
-    double best = 0, second = 0, t_end = qkb_seconds() + 0.12;
+    double best = 0, second = 0, t_end = qkb_seconds() + (quick ? 0.03 : 0.12);
     qkb_pool_run(pool, read_task, j); /* warm-up: bring the set into its level */
     for (int t = 0; t < 40; t++) {
         double t0 = qkb_seconds();
@@ -260,12 +263,12 @@ static double measure_peak(qkb_pool *pool, qkb_peak_fn fn) {
         qkb_pool_run(pool, peak_task, &j);
         double dt = qkb_seconds() - t0;
         if (dt > 5e-4 || j.iters > (1ull << 40)) {
-            j.iters = (uint64_t)((double)j.iters * 2e-3 / dt) + 1;
+            j.iters = (uint64_t)((double)j.iters * (quick ? 1e-3 : 2e-3) / dt) + 1;
             break;
         }
         j.iters *= 4;
     }
-    double best = 0, second = 0, t_end = qkb_seconds() + 0.15;
+    double best = 0, second = 0, t_end = qkb_seconds() + (quick ? 0.03 : 0.15);
     for (int t = 0; t < 60; t++) {
         double t0 = qkb_seconds();
         qkb_pool_run(pool, peak_task, &j);
@@ -314,6 +317,7 @@ static int measure_peaks(qkb_limits *l, int progress) {
 
 int qkb_probe_measure(qkb_limits *l, int progress) {
     memset(l, 0, sizeof *l);
+    l->quick = quick;
     double t0 = qkb_seconds();
     l->version = QKB_PROBE_VERSION;
     l->ncores = qkb_ncores();
@@ -343,6 +347,7 @@ void qkb_limits_json(qkw *w, const qkb_limits *l) {
     qkw_kstr(w, "date", l->date);
     qkw_knum(w, "seconds", l->seconds);
     qkw_kstr(w, "read_loop_tier", l->read_tier);
+    qkw_kbool(w, "quick", l->quick);
     qkw_key(w, "levels");
     qkw_arr(w);
     for (int i = 0; i < l->nlevels; i++) {
@@ -399,6 +404,7 @@ int qkb_limits_from_json(const qkj *p, qkb_limits *l) {
     snprintf(l->date, sizeof l->date, "%s", qkj_str(qkj_get(p, "date"), ""));
     snprintf(l->read_tier, sizeof l->read_tier, "%s", qkj_str(qkj_get(p, "read_loop_tier"), ""));
     l->seconds = qkj_num(qkj_get(p, "seconds"), 0);
+    l->quick = (int)qkj_num(qkj_get(p, "quick"), 0);
     const qkj *lv = qkj_get(p, "levels"), *pk = qkj_get(p, "peaks"), *cv = qkj_get(p, "curve");
     if (!lv || lv->type != QKJ_ARR || !pk || pk->type != QKJ_ARR || lv->n == 0) return -1;
     for (size_t i = 0; i < lv->n && i < QKB_MAX_LEVELS; i++) {
@@ -532,7 +538,7 @@ int qk_cmd_probe(int argc, char **argv) {
     int reprobe = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: qkbench probe [--reprobe] [--json] [--results DIR]\n"
+            printf("usage: qkbench probe [--reprobe] [--quick] [--json] [--results DIR]\n"
                    "Measures this machine's limits: read bandwidth for working sets from 4 KiB to 256 MiB\n"
                    "(one thread and all cores, threads pinned), the cache levels at the knees of that curve\n"
                    "(hwloc's sizes are only a hint and are flagged when the curve contradicts them), and the\n"
@@ -540,12 +546,15 @@ int qk_cmd_probe(int argc, char **argv) {
                    "<results>/<machine>/machine.json and reused until --reprobe.\n"
                    "  --reprobe      measure again even if a cached result exists\n"
                    "  --json         print the probe as JSON instead of a table\n"
+                   "  --quick        half the sweep points and shorter trials (a few seconds; for tests)\n"
                    "  --results DIR  results root (default: $QK_RESULTS or ./results)\n");
             return 0;
         } else if (!strcmp(argv[i], "--reprobe")) {
             reprobe = 1;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
         } else if (!strcmp(argv[i], "--results")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "qkbench probe: --results needs a folder\n");
@@ -573,7 +582,7 @@ int qk_cmd_probe(int argc, char **argv) {
     cache_path(path, sizeof path);
     printf("probe of %s (%d cores): %s %s, took %.1f s\n", l->cpu, l->ncores, from_cache ? "cached in" : "measured now, saved to",
            path, l->seconds);
-    if (from_cache) printf("  (from %s; qkbench probe --reprobe measures again)\n", l->date);
+    if (from_cache) printf("  (from %s%s; qkbench probe --reprobe measures again)\n", l->date, l->quick ? ", a --quick probe" : "");
     qkb_limits_print(l, stdout);
     return 0;
 }

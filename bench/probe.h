@@ -45,6 +45,7 @@ typedef struct qkb_limits {
     int npeaks;
     qkb_peak peak[QK_TIER_COUNT];
     char read_tier[16]; ///< the tier whose read loop measured bandwidth
+    int quick;          ///< measured with --quick (fewer points, shorter trials)
 } qkb_limits;
 
 /// Measure everything (under 30 s). `progress`: print what runs on stderr.

@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""Tests of qkbench's benchmark part: probe, bench, compare, report.
+
+    test_bench.py --qkbench PATH --work DIR [--emulator CMD] TEST
+
+TEST is one of: probe, json, roofline, compare, errors, sigint, report.
+Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE). Every test uses
+--results DIR/results, so the probe measured by the `probe` test (a ctest
+fixture) is reused from its machine.json cache by the others.
+"""
+import argparse
+import copy
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+# The fields of a results.json row, as documented in bench/README.md and bench/rows.h.
+ROW_FIELDS = {
+    "name": str, "op": str, "what": str, "kernel": str, "tier": str, "format": str, "group": int, "scales": str,
+    "M": int, "N": int, "K": int, "threads": int, "cache": str, "reps": int, "iterations": int,
+    "median_s": float, "mean_s": float, "min_s": float, "max_s": float, "stddev_s": float, "cv": float,
+    "spread": float, "ops": float, "bytes": float, "gops": float, "gbps": float, "bpw": float, "ai": float,
+    "level": str, "bw_gbps": float, "peak_gops": float, "roofline_s": float, "roofline": float, "bound": str,
+    "speedup_vs_scalar": float, "headline": int, "times_s": list,
+}
+CSV_FIELDS = [f for f in ROW_FIELDS if f != "times_s"]
+FILES = ["machine.json", "results.json", "results.csv", "summary.md", "gbench.json"]
+
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL", msg)
+    return cond
+
+
+class Runner:
+    def __init__(self, a):
+        self.exe = a.qkbench
+        self.emu = a.emulator.split() if a.emulator else []
+        self.work = a.work
+        self.results = os.path.join(a.work, "results")
+        os.makedirs(self.results, exist_ok=True)
+
+    def cmd(self, *args):
+        return self.emu + [self.exe] + list(args)
+
+    def run(self, *args, timeout=300):
+        p = subprocess.run(self.cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+
+    def fresh(self, name):
+        d = os.path.join(self.work, name)
+        shutil.rmtree(d, ignore_errors=True)
+        return d
+
+    def bench(self, out, *args, timeout=300):
+        rc, so, se = self.run("bench", "--results", self.results, "--out", out, "--quiet", *args, timeout=timeout)
+        if rc != 0:
+            print(so, se)
+        return rc
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def check_row(r, where):
+    for k, t in ROW_FIELDS.items():
+        if not check(k in r, "%s: row %s lacks field %s" % (where, r.get("name"), k)):
+            continue
+        v = r[k]
+        if t is float:
+            check(isinstance(v, (int, float)), "%s: %s.%s = %r is not a number" % (where, r["name"], k, v))
+        elif t is int:
+            check(isinstance(v, int), "%s: %s.%s = %r is not an integer" % (where, r["name"], k, v))
+        else:
+            check(isinstance(v, t), "%s: %s.%s = %r is not a %s" % (where, r["name"], k, v, t.__name__))
+    if not all(k in r for k in ROW_FIELDS):
+        return
+    check(r["median_s"] > 0 and r["min_s"] <= r["median_s"] <= r["max_s"], "%s: %s times out of order" % (where, r["name"]))
+    check(r["gops"] > 0 and r["gbps"] > 0 and r["bytes"] > 0 and r["ops"] > 0, "%s: %s rates not positive" % (where, r["name"]))
+    check(r["roofline"] > 0 and r["roofline_s"] > 0, "%s: %s has no roofline" % (where, r["name"]))
+    check(r["level"] in ("L1", "L2", "L3", "DRAM"), "%s: %s level %r" % (where, r["name"], r["level"]))
+    check(r["bound"] in ("compute", "memory"), "%s: %s bound %r" % (where, r["name"], r["bound"]))
+    check(len(r["times_s"]) == r["reps"] and r["reps"] >= 1, "%s: %s has %d times for %d reps" % (where, r["name"], len(r["times_s"]), r["reps"]))
+    check(r["cache"] in ("cold", "warm") and r["threads"] >= 1, "%s: %s cache/threads" % (where, r["name"]))
+    check(r["kernel"] in r["name"] and r["name"].startswith(r["op"] + "/"), "%s: %s name" % (where, r["name"]))
+    check(r["bpw"] > 0, "%s: %s bpw" % (where, r["name"]))
+
+
+def check_results_dir(d, interrupted=False):
+    for f in FILES:
+        check(os.path.isfile(os.path.join(d, f)), "%s missing from %s" % (f, d))
+    res = load(os.path.join(d, "results.json"))
+    check(res.get("schema") == "qkbench-results/1", "results.json schema")
+    check(res.get("interrupted") == interrupted and res.get("complete") == (not interrupted), "results.json complete/interrupted flags")
+    rows = res["rows"]
+    for r in rows:
+        check_row(r, "results.json")
+    with open(os.path.join(d, "results.csv")) as f:
+        lines = list(csv.DictReader(f))
+    check(len(lines) == len(rows), "results.csv has %d rows, results.json %d" % (len(lines), len(rows)))
+    if lines:
+        check(all(k in lines[0] for k in CSV_FIELDS), "results.csv lacks columns: %s" % [k for k in CSV_FIELDS if k not in lines[0]])
+    gb = load(os.path.join(d, "gbench.json"))
+    check("context" in gb and "benchmarks" in gb, "gbench.json is not Google Benchmark's JSON")
+    names = {r["name"] for r in rows}
+    ok = [b for b in gb["benchmarks"] if not b.get("error_occurred") and b.get("run_type") == "iteration"]
+    for b in ok:
+        for c in ("GOPS", "GBps", "roofline", "bpw"):
+            check(c in b, "gbench.json %s lacks counter %s" % (b["name"], c))
+        check("kernel=" in b.get("label", "") and "tier=" in b.get("label", ""), "gbench.json %s label %r" % (b["name"], b.get("label")))
+    gnames = {b["run_name"].rsplit("/real_time", 1)[0] for b in ok}
+    check(names <= gnames, "rows without a Google Benchmark run: %s" % sorted(names - gnames)[:3])
+    m = load(os.path.join(d, "machine.json"))
+    for k in ("cpu", "topology", "build", "probe", "dispatch"):
+        check(k in m, "machine.json lacks %s" % k)
+    check("features" in m.get("cpu", {}) and "c_flags" in m.get("build", {}), "machine.json cpu.features / build.c_flags")
+    check(m.get("probe") and m["probe"].get("levels") and m["probe"].get("peaks"), "machine.json probe limits")
+    with open(os.path.join(d, "summary.md")) as f:
+        s = f.read()
+    check("Best variant per op and mode" in s, "summary.md has no compact table")
+    return res
+
+
+# ---- tests ----
+
+def t_probe(q):
+    rc, so, se = q.run("probe", "--quick", "--reprobe", "--results", q.results, timeout=120)
+    if not check(rc == 0, "probe exit %d: %s" % (rc, se)):
+        return
+    rc, so, se = q.run("probe", "--json", "--results", q.results)
+    check(rc == 0, "probe --json exit %d" % rc)
+    p = json.loads(so)
+    lv = p["levels"]
+    check(len(lv) >= 2 and lv[0]["name"] == "L1" and lv[-1]["name"] == "DRAM", "levels %s" % [l["name"] for l in lv])
+    for l in lv:
+        check(l["read_gbps_1t"] > 0 and l["read_gbps_all"] > 0, "level %s bandwidth not positive" % l["name"])
+        check(l["read_gbps_all"] >= l["read_gbps_1t"] * 0.999, "level %s: all cores below one thread" % l["name"])
+    for a, b in zip(lv, lv[1:]):
+        check(a["read_gbps_1t"] >= b["read_gbps_1t"], "bandwidth not ordered: %s %.1f < %s %.1f" % (
+            a["name"], a["read_gbps_1t"], b["name"], b["read_gbps_1t"]))
+        if b["name"] != "DRAM":
+            check(a["size_bytes"] < b["size_bytes"], "sizes not ordered: %s >= %s" % (a["name"], b["name"]))
+    check(len(p["peaks"]) >= 1 and p["peaks"][0]["tier"] == "scalar", "peaks start at scalar")
+    for pk in p["peaks"]:
+        for k in ("f32_gflops_1t", "f32_gflops_all", "i8_gops_1t", "i8_gops_all"):
+            check(pk[k] > 0, "peak %s %s not positive" % (pk["tier"], k))
+    check(len(p["curve"]["bytes"]) == len(p["curve"]["read_gbps_1t"]) > 10, "curve")
+    rc, so, se = q.run("probe", "--results", q.results)
+    check(rc == 0 and "cached" in so, "a second probe should reuse the cache: %s" % so[:200])
+    print("levels:", ", ".join("%s %.0f GB/s" % (l["name"], l["read_gbps_1t"]) for l in lv))
+
+
+def t_json(q):
+    d = q.fresh("json")
+    args = ["--shape", "1x256x512", "--group", "32", "--reps", "2", "--min-time", "0.002", "--filter", "/(w4s|q8_0|a8)/"]
+    if not check(q.bench(d, *args) == 0, "tiny bench failed"):
+        return
+    res = check_results_dir(d)
+    rows = res["rows"]
+    check(len(rows) > 0, "no rows")
+    # every runnable case the family lists give for these options has its row
+    rc, so, se = q.run("bench", "--list", *args)
+    listed = [l.split()[0] for l in so.splitlines() if l.strip() and "[skip" not in l]
+    names = {r["name"] for r in rows}
+    check(set(listed) == names, "rows differ from --list: missing %s, extra %s" % (
+        sorted(set(listed) - names)[:3], sorted(names - set(listed))[:3]))
+    ops = {r["op"] for r in rows}
+    check({"quantize", "dequantize", "actquant", "gemv"} <= ops, "ops covered: %s" % ops)
+    print("%d rows, ops %s" % (len(rows), sorted(ops)))
+
+
+def t_roofline(q):
+    d = q.fresh("roofline")
+    if not check(q.bench(d, "--shape", "1x1024x4096", "--group", "32", "--reps", "3", "--min-time", "0.005",
+                         "--filter", "^(quantize|dequantize|gemv)/") == 0, "bench failed"):
+        return
+    rows = load(os.path.join(d, "results.json"))["rows"]
+    groups = {}
+    for r in rows:
+        k = (r["op"], r["what"], r["format"], r["group"], r["M"], r["N"], r["K"], r["threads"], r["cache"])
+        groups.setdefault(k, []).append(r)
+    n = 0
+    for k, rs in groups.items():
+        sc = [r for r in rs if r["tier"] == "scalar"]
+        simd = [r for r in rs if r["tier"] != "scalar"]
+        if not sc or not simd:
+            continue
+        n += 1
+        best = max(simd, key=lambda r: r["roofline"])
+        check(sc[0]["roofline"] < best["roofline"], "%s: scalar %.3f of roofline >= %s %.3f" % (
+            "/".join(map(str, k)), sc[0]["roofline"], best["kernel"], best["roofline"]))
+    if n == 0:
+        print("SKIP no op has both a scalar and a SIMD variant yet")
+        sys.exit(77)
+    print("%d ops with scalar and SIMD variants compared" % n)
+
+
+def t_compare(q):
+    a = q.fresh("cmpA")
+    if not check(q.bench(a, "--shape", "1x256x1024", "--group", "32", "--reps", "5", "--min-time", "0.002",
+                         "--filter", "^dequantize/w8s") == 0, "bench failed"):
+        return
+    res = load(os.path.join(a, "results.json"))
+    check(len(res["rows"]) > 0, "no rows")
+
+    def variant(name, fn):
+        d = q.fresh(name)
+        os.makedirs(d)
+        r2 = copy.deepcopy(res)
+        for r in r2["rows"]:
+            fn(r)
+            ts = sorted(r["times_s"])
+            r["median_s"] = ts[len(ts) // 2] if len(ts) % 2 else 0.5 * (ts[len(ts) // 2 - 1] + ts[len(ts) // 2])
+            r["min_s"], r["max_s"] = ts[0], ts[-1]
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump(r2, f)
+        return d
+
+    def scale(k):
+        def f(r):
+            r["times_s"] = [t * k for t in r["times_s"]]
+        return f
+
+    slow = variant("cmpSlow", scale(2.0))
+    rc, so, se = q.run("compare", a, slow)
+    check(rc == 1, "compare should flag a 2x slowdown (exit 1), got %d: %s" % (rc, so[-300:]))
+    check("%d slower" % len(res["rows"]) in so, "every row should be slower: %s" % so[-200:])
+    same = variant("cmpSame", scale(1.03))
+    rc, so, se = q.run("compare", a, same)
+    check(rc == 0 and " 0 slower" in so, "a 3%% change is within the threshold (exit %d): %s" % (rc, so[-200:]))
+
+    def noisy(r):  # wide spread around the median: +-40 %; a 20 % slowdown inside it is not a regression
+        m = r["median_s"]
+        r["times_s"] = [m * 1.2 * f for f in (0.6, 0.8, 1.0, 1.25, 1.45)]
+    a_noisy = variant("cmpNoisyA", lambda r: r.update(times_s=[r["median_s"] * f for f in (0.6, 0.8, 1.0, 1.2, 1.4)]))
+    b_noisy = variant("cmpNoisyB", noisy)
+    rc, so, se = q.run("compare", a_noisy, b_noisy)
+    check(rc == 0 and " 0 slower" in so, "a 20%% change inside +-40%% noise is not a regression (exit %d): %s" % (rc, so[-200:]))
+    rc, so, se = q.run("compare", a, a)
+    check(rc == 0, "A vs A exit %d" % rc)
+
+
+def t_errors(q):
+    d = q.fresh("errors")
+    cases = [
+        (["bench", "--bogus"], "unknown option"),
+        (["bench", "--suite", "huge"], "--suite"),
+        (["bench", "--threads", "0"], "--threads"),
+        (["bench", "--threads", "4096"], "cores"),
+        (["bench", "--threads"], "needs a value"),
+        (["bench", "--cache", "lukewarm"], "--cache"),
+        (["bench", "--shape", "1x64x100", "--group", "32"], "K=100 is not a multiple of group size 32"),
+        (["bench", "--shape", "1x64x4160", "--group", "128"], "K=4160 is not a multiple of group size 128"),
+        (["bench", "--shape", "12x"], "--shape"),
+        (["bench", "--shape", "0x64x64"], "--shape"),
+        (["bench", "--group", "abc"], "--group"),
+        (["bench", "--filter", "("], "--filter"),
+        (["bench", "--isa", "avx9000"], "--isa"),
+        (["bench", "--reps", "0"], "--reps"),
+        (["bench", "--benchmark_bogus=1"], "Google Benchmark flag"),
+        (["probe", "--bogus"], "unknown option"),
+        (["compare", d], "needs two"),
+        (["compare", os.path.join(d, "nope1"), os.path.join(d, "nope2")], "cannot open"),
+        (["report"], "needs a results folder"),
+        (["report", os.path.join(d, "nope")], "not a results folder"),
+    ]
+    for args, msg in cases:
+        full = args[:1] + (["--results", q.results, "--out", d] if args[0] == "bench" else []) + args[1:]
+        rc, so, se = q.run(*full, timeout=60)
+        check(rc == 2, "%s: exit %d, expected 2" % (" ".join(args), rc))
+        check(msg in se, "%s: stderr lacks %r: %r" % (" ".join(args), msg, se[:300]))
+    check(not os.path.exists(os.path.join(d, "results.json")), "a usage error must not start a run")
+
+
+def t_sigint(q):
+    d = q.fresh("sigint")
+    p = subprocess.Popen(q.cmd("bench", "--results", q.results, "--out", d, "--quiet", "--shape", "1x1024x4096",
+                               "--group", "32,64,128,256", "--reps", "3", "--min-time", "0.05"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = os.path.join(d, "results.json")
+    seen, t0 = 0, time.time()
+    while time.time() - t0 < 120 and p.poll() is None:
+        try:
+            seen = len(load(path)["rows"])
+        except (OSError, ValueError, KeyError):
+            seen = 0
+        if seen >= 3:
+            break
+        time.sleep(0.05)
+    if not check(p.poll() is None and seen >= 3, "the run ended or made no rows before the signal (rows %d)" % seen):
+        p.kill()
+        return
+    p.send_signal(signal.SIGINT)
+    try:
+        so, se = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, "qkbench did not stop within 60 s of SIGINT")
+        return
+    check(p.returncode == 130, "exit %d after SIGINT, expected 130: %s" % (p.returncode, se[-300:]))
+    check("interrupted" in se, "no word of the interruption on stderr")
+    res = check_results_dir(d, interrupted=True)
+    check(len(res["rows"]) >= seen, "rows lost: %d after, %d seen before the signal" % (len(res["rows"]), seen))
+    with open(os.path.join(d, "summary.md")) as f:
+        check("interrupted" in f.read(), "summary.md does not say it was interrupted")
+    print("%d rows kept after SIGINT" % len(res["rows"]))
+
+
+def t_report(q):
+    r = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], stderr=subprocess.DEVNULL)
+    if r.returncode != 0:
+        print("SKIP matplotlib is not installed (python3-matplotlib)")
+        sys.exit(77)
+    d = q.fresh("report")
+    if not check(q.bench(d, "--shape", "1x256x1024", "--group", "32", "--reps", "2", "--min-time", "0.002",
+                         "--threads", "1," + str(min(2, os.cpu_count() or 1)), "--filter", "/(w8s|a8)/") == 0, "bench failed"):
+        return
+    rc, so, se = q.run("report", d, timeout=120)
+    check(rc == 0, "report exit %d: %s" % (rc, se))
+    for name in ("roofline", "speedup", "bandwidth"):
+        for ext in ("png", "svg"):
+            f = os.path.join(d, "plots", name + "." + ext)
+            check(os.path.isfile(f) and os.path.getsize(f) > 1000, "missing plot %s" % f)
+
+
+TESTS = {"probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
+         "sigint": t_sigint, "report": t_report}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--qkbench", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--emulator", default="")
+    ap.add_argument("test", choices=sorted(TESTS))
+    a = ap.parse_args()
+    q = Runner(a)
+    TESTS[a.test](q)
+    if failures:
+        print("%s: %d failed checks" % (a.test, len(failures)))
+        return 1
+    print("%s: passed" % a.test)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
