@@ -221,7 +221,7 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
     int rc = -1;
     double *yw = NULL, *yq = NULL, *absw = NULL, *absq = NULL, *wrow = NULL, *wf = NULL;
     float *yk = NULL;
-    char codes[400] = "same";
+    char codes[sizeof ((acc_row *)0)->codes_check] = "same";
     if (qk_qmat_alloc(&qm, f, st, N, K, g)) {
         snprintf(err, errlen, "%s g=%zu: %s", qk_format_name(f), g, qk_last_error());
         return -1;
