@@ -82,6 +82,8 @@ static int gen_rate(uint64_t seed, size_t mb) {
         free(a), free(b);
         return 2;
     }
+    memset(a, 0x55, n * sizeof *a); /* fault the pages in before timing (not 0: malloc+memset 0 becomes calloc) */
+    memset(b, 0x55, n * sizeof *b);
     printf("generation rate, %zu MB of f32 per distribution, seed %llu, one thread:\n", mb, (unsigned long long)seed);
     printf("  %-8s %14s %16s %8s %22s\n", "dist", "scalar libm", "SLEEF avx2", "speedup", "max |diff| / max |x|");
     for (int d = QK_DIST_GAUSS; d <= QK_DIST_UNIFORM; d++) {
