@@ -362,7 +362,7 @@ int qk_accuracy_summary(const char *dir, FILE *md) {
                     "quantized values against the FP32 reference (the same for every tier). Kernel error: each variant against that "
                     "exact math, as max |diff| / (u·Σ|terms|); the tests' bound is 2·(K+16) = %zu.\n\n",
                 o.M, o.N, o.K, (unsigned long long)o.seed, 2 * (o.K + 16));
-        fprintf(md, "| format | g | bpw | mode | weight SQNR (dB) | output SQNR (dB) | κ | variants | worst kernel ratio | \n");
+        fprintf(md, "| format | g | bpw | mode | weight SQNR (dB) | output SQNR (dB) | κ | variants | worst kernel ratio |\n");
         fprintf(md, "|---|---|---|---|---|---|---|---|---|\n");
         for (size_t i = 0; i < u.t.n;) {
             const acc_row *r = &u.t.r[i];

@@ -158,7 +158,18 @@ static int same_qmat(const qk_qmat *a, const qk_qmat *b) {
 }
 
 static int applicable(const qk_matmul_kernel *k, qk_format f, qk_mode m, size_t M) {
-    return k->format == f && k->mode == m && !(k->op == QK_OP_GEMV && M != 1);
+    (void)M; /* a gemv variant runs once per row when M > 1 */
+    return k->format == f && k->mode == m;
+}
+
+/* Y = X·Wᵀ through a prepared plan: a gemv plan (max_m 1) row by row. */
+static qk_status run_plan(qk_matmul_plan *p, size_t M, const float *x, size_t K, float *y, size_t N) {
+    if (p->max_m >= M) return qk_matmul_run(p, M, x, K, y, N);
+    for (size_t m = 0; m < M; m++) {
+        qk_status s = qk_matmul_run(p, 1, x + m * K, K, y + m * N, N);
+        if (s) return s;
+    }
+    return QK_OK;
 }
 
 size_t acc_count_rows(const acc_opts *o, size_t M, size_t K) {
@@ -188,7 +199,7 @@ static void time_plan(const acc_eval_cfg *c, qk_matmul_plan *p, const float *x, 
     int n = 0, maxr = c->max_reps > 0 && c->max_reps < MAXR ? c->max_reps : MAXR;
     while (n < maxr && (n < c->min_reps || spent < c->min_time)) {
         double t0 = now_s();
-        qk_matmul_run(p, M, x, K, y, N);
+        run_plan(p, M, x, K, y, N);
         t[n] = now_s() - t0;
         spent += t[n++];
     }
@@ -326,7 +337,7 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
                 snprintf(v.skip, sizeof v.skip, "%s", why);
             } else {
                 qk_matmul_plan p;
-                if (qk_matmul_prepare(&p, k, k->op, m, &qm, M) || qk_matmul_run(&p, M, e->x->v, K, yk, N)) {
+                if (qk_matmul_prepare(&p, k, k->op, m, &qm, k->op == QK_OP_GEMV ? 1 : M) || run_plan(&p, M, e->x->v, K, yk, N)) {
                     snprintf(err, errlen, "%s: %s", k->name, qk_last_error());
                     goto out;
                 }

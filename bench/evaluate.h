@@ -5,7 +5,8 @@
 ///     from the scalar reference quantizer, activation codes from the scalar
 ///     reference actquant) against the FP32 reference;
 ///   - kernel error: each variant, run through the public API with an
-///     explicit kernel, against that exact math, with the error-model ratio
+///     explicit kernel (a gemv variant once per row of X when M > 1),
+///     against that exact math, with the error-model ratio
 ///     max |Δ| / (u·Σ|terms|) (tests gate at 2·(K + 16));
 ///   - the decomposition e_W, e_A, e_WA, κ for the int modes;
 ///   - output-head metrics and wall-clock timing when asked.
@@ -45,7 +46,7 @@ typedef struct acc_row {
     qk_head head;
     double temperature;      ///< logits were divided by this for the KL
     int timed;
-    double t_median, t_min;  ///< seconds per qk_matmul_run (activation quantization included)
+    double t_median, t_min;  ///< seconds per Y = X·Wᵀ (activation quantization included; a gemv variant: M calls)
     int reps;
     double gbps, gops;       ///< bytes (codes, scales, activations, output) / t; 2·M·N·K / t
 } acc_row;
