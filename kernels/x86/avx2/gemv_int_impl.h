@@ -7,20 +7,24 @@
 /// Exactness of the integer dots:
 ///  - 4-bit weights enter as unsigned codes c in [0,15] against signed
 ///    activations; a vpmaddubsw pair is at most 2·15·127 and two of them add
-///    in int16 without overflow. w4s and q4_0 store q+8: each int32 lane starts
-///    from −8·Σa over its own elements (computed once for all rows), so every
-///    lane holds the exact Σ q·a of its elements and the f32 rounding of a lane
-///    stays relative to its own terms.
+///    in int16 without overflow. w4s and q4_0 store q+8, so a group's dot is
+///    Σ c·a − 8·Σa, with Σa from the activation quantizer; the correction is
+///    applied in int32 to the group's complete sum, before any rounding.
 ///  - int8 × int8 (w8s, q8_0): vpmaddubsw(|a|, sign(w, a)); a pair is at most
 ///    2·127·127 = 32258 < 32767, since codes are never −128.
-///  - int32 lanes: a group is accumulated over at most 2^16 values before it is
-///    converted (|lane| <= 2^16/8·127·127 < 2^31).
+///  - int32 lanes never hold more than 2^16 values' products; longer groups
+///    (g = K) are summed in int64 per chunk of 2^16.
 ///
-/// Rows are processed QK_GEMV_R at a time (the activation work is shared by
-/// them and their dependency chains overlap); the last N % QK_GEMV_R rows one
-/// at a time. Any K that the format allows: groups of 32 take the paired-group
-/// path, longer groups accumulate in int32 and convert once per group, and a
-/// group that is not a multiple of 32 (g = K) finishes with scalar code.
+/// Streaming: rows are processed QK_GEMV_R at a time (the activation work is
+/// shared by them), and each row consumes at least 128 contiguous bytes per
+/// step, with a software prefetch ahead of it: with several rows in flight the
+/// hardware prefetchers alone leave DRAM bandwidth unused. The integer sums of
+/// a step are folded to one vector (group sums, or partial sums that each hold
+/// only one group's products) and converted once.
+///
+/// Any K the format allows: groups of 32 and 64 take the step paths, longer
+/// groups (and the tail of K) the per-group path, whose last piece of a group
+/// that is not a multiple of 32 (g = K) is scalar.
 #ifndef QK_GEMV_INT_IMPL_H
 #define QK_GEMV_INT_IMPL_H
 
@@ -28,9 +32,7 @@
 
 #define QK_GEMV_R 4
 #define QK_GEMV_CHUNK ((size_t)1 << 16)
-#ifndef QK_GEMV_PF
-#define QK_GEMV_PF 768 /* bytes of each weight row prefetched ahead */
-#endif
+#define QK_GEMV_PF 1024 /* bytes of each weight row prefetched ahead */
 #define QK_PREFETCH(p) _mm_prefetch((const char *)(p) + QK_GEMV_PF, _MM_HINT_T0)
 #define QK_INLINE static inline __attribute__((always_inline))
 
@@ -53,17 +55,16 @@ QK_INLINE __m256i dot2_u4(__m256i acc, __m256i u1, __m256i s1, __m256i u2, __m25
 #endif
 }
 
-/* Per lane, −8·Σ of the activations that dot2_u4(., ., s1, ., s2) pairs with that lane. */
-QK_INLINE __m256i neg8_lanesums(__m256i s1, __m256i s2) {
-    const __m256i eight = _mm256_set1_epi8(8);
-#ifdef QK_GEMV_VNNI
-    __m256i t = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), eight, s1), eight, s2);
-    return _mm256_sub_epi32(_mm256_setzero_si256(), t);
-#else
-    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(eight, s1), _mm256_maddubs_epi16(eight, s2));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(-1));
-#endif
+/* Dot of 32 bytes of w4 codes v (64 values) with the activations split by deinterleave64. */
+QK_INLINE __m256i dot_w4(__m256i acc, __m256i v, __m256i ev, __m256i od) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    return dot2_u4(acc, _mm256_and_si256(v, m4), ev, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), od);
 }
+
+/* Dot of 32 int8 codes w with 32 int8 codes a, given |a|. */
+QK_INLINE __m256i dot_s8(__m256i acc, __m256i w, __m256i a, __m256i absa) { return dot1(acc, absa, _mm256_sign_epi8(w, a)); }
+
+QK_INLINE __m256i loadu256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Two 16-byte pieces as one vector. */
 QK_INLINE __m256i load2x128(const void *lo, const void *hi) {
@@ -87,45 +88,46 @@ QK_INLINE void deinterleave32(const int8_t *a, __m256i *ev, __m256i *od) {
     const __m128i sh = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     __m128i s0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)a), sh);
     __m128i s1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(a + 16)), sh);
-    *ev = _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_unpacklo_epi64(s0, s1), 0);
-    *od = _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_unpackhi_epi64(s0, s1), 0);
+    *ev = _mm256_zextsi128_si256(_mm_unpacklo_epi64(s0, s1));
+    *od = _mm256_zextsi128_si256(_mm_unpackhi_epi64(s0, s1));
 }
 
-/* [v0 ×4, v1 ×4] */
-QK_INLINE __m256 halves_ps(float v0, float v1) { return _mm256_set_m128(_mm_set1_ps(v1), _mm_set1_ps(v0)); }
-
-/* Scales i, i+1 of a row as [s_i ×4, s_i+1 ×4]. */
-QK_INLINE __m256 scale_halves(const void *p, size_t i, qk_scale_type st) {
-    if (st == QK_SCALE_F16) {
-        uint32_t h;
-        memcpy(&h, (const uint16_t *)p + i, 4);
-        __m256 s = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));
-        return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    }
-    const float *f = (const float *)p + i;
-    return halves_ps(f[0], f[1]);
+/* Four int32 vectors d0..d3 -> one: lanes [d0 lo, d1 lo, d2 lo, d3 lo | d0 hi, d1 hi, d2 hi, d3 hi],
+ * each the sum of the four lanes of that 128-bit half. */
+QK_INLINE __m256i fold4(const __m256i d[4]) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
 }
 
-/* Two fp16 values 2 bytes each at p0 and p1 as [d0 ×4, d1 ×4]. */
-QK_INLINE __m256 fp16_halves(const uint8_t *p0, const uint8_t *p1) {
-    uint32_t h = (uint32_t)qk_rd16(p0) | (uint32_t)qk_rd16(p1) << 16;
-    __m256 s = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));
-    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+/* fold4 of vectors whose halves are consecutive groups, back in group order 0..7. */
+QK_INLINE __m256i fold4_halves(const __m256i d[4]) {
+    return _mm256_permutevar8x32_epi32(fold4(d), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* [v, 0, 0, 0, 0, 0, 0, 0] */
-QK_INLINE __m256i lane0(int32_t v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)); }
+/* Four f32 values as both halves of a vector. */
+QK_INLINE __m256 dup128(__m128 v) { return _mm256_set_m128(v, v); }
 
+/* Four consecutive scales (f32 or f16) as an xmm. */
+QK_INLINE __m128 load4_scales(const void *p, size_t i, qk_scale_type st) {
+    if (st == QK_SCALE_F16) return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)((const uint16_t *)p + i)));
+    return _mm_loadu_ps((const float *)p + i);
+}
+
+/* The fp16 values at p, p+stride, p+2·stride, p+3·stride (llama.cpp block headers). */
+QK_INLINE __m128i gather4_fp16(const uint8_t *p, size_t stride) {
+    uint64_t h = (uint64_t)qk_rd16(p) | (uint64_t)qk_rd16(p + stride) << 16 | (uint64_t)qk_rd16(p + 2 * stride) << 32 |
+                 (uint64_t)qk_rd16(p + 3 * stride) << 48;
+    return _mm_cvtsi64_si128((long long)h);
+}
 
 /* Code of element k of a w4 row (unsigned, as stored). */
 QK_INLINE int w4code(const uint8_t *row, size_t k) { return (row[k / 2] >> (4 * (k & 1))) & 15; }
 
-/* Σ_groups m·sa·Σqa of one w4a row (the offset term, exact per group in f32). */
+/* Σ_groups m·sa·Σqa of one w4a row from group j0 on (the offset term). */
 QK_INLINE float w4a_offset_term(const void *mins, size_t i0, qk_scale_type st, const float *sa, const int32_t *su, size_t ng) {
     __m256 acc = _mm256_setzero_ps();
     size_t j = 0;
     for (; j + 8 <= ng; j += 8) {
-        __m256 t = _mm256_mul_ps(_mm256_loadu_ps(sa + j), _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(su + j))));
+        __m256 t = _mm256_mul_ps(_mm256_loadu_ps(sa + j), _mm256_cvtepi32_ps(loadu256(su + j)));
         acc = _mm256_fmadd_ps(qk_avx2_load8_scales(mins, i0 + j, st), t, acc);
     }
     float r = qk_avx2_hsum_ps(acc);
@@ -133,126 +135,149 @@ QK_INLINE float w4a_offset_term(const void *mins, size_t i0, qk_scale_type st, c
     return r;
 }
 
+/* The rows of one call to a *_rows function. */
+typedef struct gemv_rows {
+    const uint8_t *w[QK_GEMV_R]; /* row starts */
+    float y[QK_GEMV_R];          /* running sums */
+} gemv_rows;
+
+QK_INLINE void rows_init(gemv_rows *t, const qk_matmul_args *a, size_t n0, const int R) {
+    for (int r = 0; r < R; r++) {
+        t->w[r] = a->w->codes + (n0 + r) * a->w->row_bytes;
+        t->y[r] = 0.0f;
+    }
+}
+
 /* ---- w4s / w4a, plain layout ---- */
 
-/* Rows n0..n0+R-1, g = 32: every 64 values carry two groups (lanes 0-3, 4-7). */
-QK_INLINE void w4_g32(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st) {
-    const qk_qmat *w = a->w;
+/* g = 32, steps of 256 values: eight groups, one conversion. Returns where it stopped. */
+QK_INLINE size_t w4_g32_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, gemv_rows *t) {
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
     const int32_t *su = a->xq->sums;
     const size_t K = a->K, ng = K / 32;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const uint8_t *wr[QK_GEMV_R];
     __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t k = 0;
-    for (; k + 64 <= K; k += 64) {
+    for (; k + 256 <= K; k += 256) {
         const size_t j = k / 32;
-        __m256i ev, od;
-        deinterleave64(qa + k, &ev, &od);
-        const __m256 sa2 = halves_ps(sa[j], sa[j + 1]);
-        const __m256i corr = w4s ? neg8_lanesums(ev, od) : _mm256_setzero_si256();
+        __m256i ev[4], od[4];
+        for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
+        const __m256 sa8 = _mm256_loadu_ps(sa + j);
+        const __m256i corr = w4s ? _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), loadu256(su + j)), 3) : _mm256_setzero_si256();
         for (int r = 0; r < R; r++) {
-            QK_PREFETCH(wr[r] + k / 2);
-            __m256i v = _mm256_loadu_si256((const __m256i *)(wr[r] + k / 2));
-            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            __m256i d = dot2_u4(corr, lo, ev, hi, od);
-            __m256 s = _mm256_mul_ps(scale_halves(w->scales, (n0 + r) * ng + j, st), sa2);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r]);
+            const uint8_t *p = t->w[r] + k / 2;
+            QK_PREFETCH(p);
+            QK_PREFETCH(p + 64);
+            __m256i d[4];
+            for (int b = 0; b < 4; b++) d[b] = dot_w4(_mm256_setzero_si256(), loadu256(p + 32 * b), ev[b], od[b]);
+            __m256i s = _mm256_add_epi32(fold4_halves(d), corr);
+            __m256 sw = _mm256_mul_ps(qk_avx2_load8_scales(a->w->scales, (n0 + r) * ng + j, st), sa8);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sw, acc[r]);
         }
     }
-    if (k < K) { /* one group of 32 left */
-        const size_t j = k / 32;
-        __m256i ev, od;
-        deinterleave32(qa + k, &ev, &od);
-        const __m256i corr = w4s ? neg8_lanesums(ev, od) : _mm256_setzero_si256();
-        for (int r = 0; r < R; r++) {
-            __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wr[r] + k / 2)));
-            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            __m256i d = dot2_u4(corr, lo, ev, hi, od);
-            float s = qk_avx2_load_scale(w->scales, (n0 + r) * ng + j, st) * sa[j];
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(s), acc[r]);
-        }
-    }
-    for (int r = 0; r < R; r++) {
-        float y = qk_avx2_hsum_ps(acc[r]);
-        if (!w4s) y += w4a_offset_term(w->mins, (n0 + r) * ng, st, sa, su, ng);
-        a->y[n0 + r] = y;
-    }
+    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(acc[r]);
+    return k;
 }
 
-/* Rows n0..n0+R-1, any group size: int32 dots per group, one conversion each. */
-QK_INLINE void w4_groups(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st) {
-    const qk_qmat *w = a->w;
+/* g = 64, steps of 256 values: four groups, one conversion. */
+QK_INLINE size_t w4_g64_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, gemv_rows *t) {
+    const int8_t *qa = a->xq->codes;
+    const float *sa = a->xq->scales;
+    const int32_t *su = a->xq->sums;
+    const size_t K = a->K, ng = K / 64;
+    __m256 acc[QK_GEMV_R];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 256 <= K; k += 256) {
+        const size_t j = k / 64;
+        __m256i ev[4], od[4];
+        for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
+        const __m128 sa4 = _mm_loadu_ps(sa + j);
+        const __m128i corr = _mm_slli_epi32(_mm_sub_epi32(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)(su + j))), 3);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *p = t->w[r] + k / 2;
+            QK_PREFETCH(p);
+            QK_PREFETCH(p + 64);
+            __m256i d[4];
+            for (int b = 0; b < 4; b++) d[b] = dot_w4(_mm256_setzero_si256(), loadu256(p + 32 * b), ev[b], od[b]);
+            __m256i f = fold4(d); /* lanes i and i+4 hold group j+i */
+            __m128i gs = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
+            if (w4s) gs = _mm_add_epi32(gs, corr);
+            __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
+            acc[r] = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_cvtepi32_ps(gs)), _mm256_zextps128_ps256(sw), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(acc[r]);
+    return k;
+}
+
+/* Groups j0.. of any size: int32 sums per group (int64 across chunks of 2^16). */
+QK_INLINE void w4_groups(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, size_t j0, gemv_rows *t) {
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
     const int32_t *su = a->xq->sums;
     const size_t K = a->K, g = a->group, ng = K / g;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const uint8_t *wr[QK_GEMV_R];
-    __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
-    for (size_t j = 0; j < ng; j++) {
-        float sw[QK_GEMV_R];
-        for (int r = 0; r < R; r++) sw[r] = qk_avx2_load_scale(w->scales, (n0 + r) * ng + j, st) * sa[j];
+    for (size_t j = j0; j < ng; j++) {
+        int64_t tot[QK_GEMV_R] = {0};
         for (size_t c0 = j * g, end = c0 + g; c0 < end;) {
             const size_t c1 = end - c0 > QK_GEMV_CHUNK ? c0 + QK_GEMV_CHUNK : end;
-            __m256i d[QK_GEMV_R], corr = _mm256_setzero_si256();
+            __m256i d[QK_GEMV_R];
             for (int r = 0; r < R; r++) d[r] = _mm256_setzero_si256();
             size_t k = c0;
+            for (; k + 256 <= c1; k += 256) {
+                __m256i ev[4], od[4];
+                for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
+                for (int r = 0; r < R; r++) {
+                    const uint8_t *p = t->w[r] + k / 2;
+                    QK_PREFETCH(p);
+                    QK_PREFETCH(p + 64);
+                    for (int b = 0; b < 4; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
+                }
+            }
             for (; k + 64 <= c1; k += 64) {
                 __m256i ev, od;
                 deinterleave64(qa + k, &ev, &od);
-                if (w4s) corr = _mm256_add_epi32(corr, neg8_lanesums(ev, od));
-                for (int r = 0; r < R; r++) {
-                    QK_PREFETCH(wr[r] + k / 2);
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(wr[r] + k / 2));
-                    d[r] = dot2_u4(d[r], _mm256_and_si256(v, m4), ev, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), od);
-                }
+                for (int r = 0; r < R; r++) d[r] = dot_w4(d[r], loadu256(t->w[r] + k / 2), ev, od);
             }
             if (k + 32 <= c1) {
                 __m256i ev, od;
                 deinterleave32(qa + k, &ev, &od);
-                if (w4s) corr = _mm256_add_epi32(corr, neg8_lanesums(ev, od));
-                for (int r = 0; r < R; r++) {
-                    __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wr[r] + k / 2)));
-                    d[r] = dot2_u4(d[r], _mm256_and_si256(v, m4), ev, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), od);
-                }
+                for (int r = 0; r < R; r++)
+                    d[r] = dot_w4(d[r], _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(t->w[r] + k / 2))), ev, od);
                 k += 32;
             }
-            if (k < c1) /* g = K only */
-                for (int r = 0; r < R; r++) {
-                    int32_t t = 0;
-                    for (size_t i = k; i < c1; i++) t += (w4code(wr[r], i) - (w4s ? 8 : 0)) * qa[i];
-                    d[r] = _mm256_add_epi32(d[r], lane0(t));
-                }
-            for (int r = 0; r < R; r++)
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(d[r], corr)), _mm256_set1_ps(sw[r]), acc[r]);
+            for (int r = 0; r < R; r++) {
+                tot[r] += qk_avx2_hsum_epi32(d[r]);
+                for (size_t i = k; i < c1; i++) tot[r] += w4code(t->w[r], i) * qa[i]; /* g = K only */
+            }
             c0 = c1;
         }
+        for (int r = 0; r < R; r++) {
+            int64_t dot = tot[r] - (w4s ? 8 * (int64_t)su[j] : 0);
+            t->y[r] += (float)dot * (qk_avx2_load_scale(a->w->scales, (n0 + r) * ng + j, st) * sa[j]);
+        }
     }
+}
+
+QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st) {
+    gemv_rows t;
+    rows_init(&t, a, n0, R);
+    size_t k = 0;
+    if (a->group == 32) k = w4_g32_steps(a, n0, R, w4s, st, &t);
+    else if (a->group == 64) k = w4_g64_steps(a, n0, R, w4s, st, &t);
+    w4_groups(a, n0, R, w4s, st, k / a->group, &t);
+    const size_t ng = a->K / a->group;
     for (int r = 0; r < R; r++) {
-        float y = qk_avx2_hsum_ps(acc[r]);
-        if (!w4s) y += w4a_offset_term(w->mins, (n0 + r) * ng, st, sa, su, ng);
+        float y = t.y[r];
+        if (!w4s) y += w4a_offset_term(a->w->mins, (n0 + r) * ng, st, a->xq->scales, a->xq->sums, ng);
         a->y[n0 + r] = y;
     }
 }
 
 QK_INLINE void w4_rows(const qk_matmul_args *a, size_t n0, const int R, const int w4s) {
-    if (a->group == 32) {
-        if (a->w->scale_type == QK_SCALE_F16) w4_g32(a, n0, R, w4s, QK_SCALE_F16);
-        else w4_g32(a, n0, R, w4s, QK_SCALE_F32);
-    } else {
-        if (a->w->scale_type == QK_SCALE_F16) w4_groups(a, n0, R, w4s, QK_SCALE_F16);
-        else w4_groups(a, n0, R, w4s, QK_SCALE_F32);
-    }
+    if (a->w->scale_type == QK_SCALE_F16) w4_rows_st(a, n0, R, w4s, QK_SCALE_F16);
+    else w4_rows_st(a, n0, R, w4s, QK_SCALE_F32);
 }
 
 QK_INLINE void gemv_w4(const qk_matmul_args *a, const int w4s) {
@@ -263,118 +288,103 @@ QK_INLINE void gemv_w4(const qk_matmul_args *a, const int w4s) {
 
 /* ---- w8s, plain layout ---- */
 
-/* Σ of each 4 products of the int8 codes w and a, given |a|. */
-QK_INLINE __m256i dot_s8(__m256i acc, __m256i w, __m256i a, __m256i absa) { return dot1(acc, absa, _mm256_sign_epi8(w, a)); }
-
-/* Two groups' int32 dots as [j, j+1, j, j+1 | j, j+1, j, j+1] (each group's 8 lanes folded to 4). */
-QK_INLINE __m256i fold_pair(__m256i d0, __m256i d1) {
-    return _mm256_add_epi32(_mm256_unpacklo_epi32(d0, d1), _mm256_unpackhi_epi32(d0, d1));
-}
-
-/* [v0, v1] repeated. */
-QK_INLINE __m256 pair_ps(const float *p) { return _mm256_castpd_ps(_mm256_broadcast_sd((const double *)p)); }
-
-QK_INLINE __m256 scale_pair(const void *p, size_t i, qk_scale_type st) {
-    if (st == QK_SCALE_F16) {
-        uint32_t h;
-        memcpy(&h, (const uint16_t *)p + i, 4);
-        __m128 s = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
-        return _mm256_castpd_ps(_mm256_broadcastsd_pd(_mm_castps_pd(s)));
-    }
-    return pair_ps((const float *)p + i);
-}
-
-QK_INLINE void w8_g32(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st) {
-    const qk_qmat *w = a->w;
+/* g = 32 or 64, steps of 128 values: partial sums that each hold one group, one conversion. */
+QK_INLINE size_t w8_steps(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st, const int g64, gemv_rows *t) {
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
-    const size_t K = a->K, ng = K / 32;
-    const uint8_t *wr[QK_GEMV_R];
+    const size_t K = a->K, g = g64 ? 64 : 32, ng = K / g;
     __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t k = 0;
-    for (; k + 64 <= K; k += 64) {
-        const size_t j = k / 32;
-        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(qa + k)), a1 = _mm256_loadu_si256((const __m256i *)(qa + k + 32));
-        const __m256i b0 = _mm256_abs_epi8(a0), b1 = _mm256_abs_epi8(a1);
-        const __m256 sa2 = pair_ps(sa + j);
+    for (; k + 128 <= K; k += 128) {
+        const size_t j = k / g;
+        __m256i av[4], ab[4];
+        for (int b = 0; b < 4; b++) {
+            av[b] = loadu256(qa + k + 32 * b);
+            ab[b] = _mm256_abs_epi8(av[b]);
+        }
+        /* fold4 lane i (and i+4) holds piece i of 32 values: group j+i (g = 32) or j+i/2 (g = 64) */
+        __m128 sa4 = g64 ? _mm_castpd_ps(_mm_load1_pd((const double *)(sa + j))) : _mm_loadu_ps(sa + j);
+        if (g64) sa4 = _mm_unpacklo_ps(sa4, sa4);
+        const __m256 sa8 = dup128(sa4);
         for (int r = 0; r < R; r++) {
-            QK_PREFETCH(wr[r] + k);
-            __m256i d0 = dot_s8(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(wr[r] + k)), a0, b0);
-            __m256i d1 = dot_s8(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(wr[r] + k + 32)), a1, b1);
-            __m256 s = _mm256_mul_ps(scale_pair(w->scales, (n0 + r) * ng + j, st), sa2);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold_pair(d0, d1)), s, acc[r]);
+            const uint8_t *p = t->w[r] + k;
+            QK_PREFETCH(p);
+            QK_PREFETCH(p + 64);
+            __m256i d[4];
+            for (int b = 0; b < 4; b++) d[b] = dot_s8(_mm256_setzero_si256(), loadu256(p + 32 * b), av[b], ab[b]);
+            __m128 sw;
+            if (g64) {
+                __m128 s2;
+                if (st == QK_SCALE_F16) {
+                    int32_t h;
+                    memcpy(&h, (const uint16_t *)a->w->scales + (n0 + r) * ng + j, 4);
+                    s2 = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+                } else {
+                    s2 = _mm_castpd_ps(_mm_load_sd((const double *)((const float *)a->w->scales + (n0 + r) * ng + j)));
+                }
+                sw = _mm_unpacklo_ps(s2, s2);
+            } else {
+                sw = load4_scales(a->w->scales, (n0 + r) * ng + j, st);
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold4(d)), _mm256_mul_ps(dup128(sw), sa8), acc[r]);
         }
     }
-    if (k < K) {
-        const size_t j = k / 32;
-        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(qa + k)), b0 = _mm256_abs_epi8(a0);
-        for (int r = 0; r < R; r++) {
-            __m256i d0 = dot_s8(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(wr[r] + k)), a0, b0);
-            float s = qk_avx2_load_scale(w->scales, (n0 + r) * ng + j, st) * sa[j];
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_set1_ps(s), acc[r]);
-        }
-    }
-    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(acc[r]);
+    return k;
 }
 
-QK_INLINE void w8_groups(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st) {
-    const qk_qmat *w = a->w;
+QK_INLINE void w8_groups(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st, size_t j0, gemv_rows *t) {
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
     const size_t K = a->K, g = a->group, ng = K / g;
-    const int8_t *wr[QK_GEMV_R];
-    __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = (const int8_t *)(w->codes + (n0 + r) * w->row_bytes);
-        acc[r] = _mm256_setzero_ps();
-    }
-    for (size_t j = 0; j < ng; j++) {
-        float sw[QK_GEMV_R];
-        for (int r = 0; r < R; r++) sw[r] = qk_avx2_load_scale(w->scales, (n0 + r) * ng + j, st) * sa[j];
+    for (size_t j = j0; j < ng; j++) {
+        int64_t tot[QK_GEMV_R] = {0};
         for (size_t c0 = j * g, end = c0 + g; c0 < end;) {
             const size_t c1 = end - c0 > QK_GEMV_CHUNK ? c0 + QK_GEMV_CHUNK : end;
             __m256i d[QK_GEMV_R];
             for (int r = 0; r < R; r++) d[r] = _mm256_setzero_si256();
             size_t k = c0;
-            for (; k + 64 <= c1; k += 64) {
-                const __m256i a0 = _mm256_loadu_si256((const __m256i *)(qa + k)), a1 = _mm256_loadu_si256((const __m256i *)(qa + k + 32));
-                const __m256i b0 = _mm256_abs_epi8(a0), b1 = _mm256_abs_epi8(a1);
+            for (; k + 128 <= c1; k += 128) {
+                __m256i av[4], ab[4];
+                for (int b = 0; b < 4; b++) {
+                    av[b] = loadu256(qa + k + 32 * b);
+                    ab[b] = _mm256_abs_epi8(av[b]);
+                }
                 for (int r = 0; r < R; r++) {
-                    QK_PREFETCH(wr[r] + k);
-                    d[r] = dot_s8(d[r], _mm256_loadu_si256((const __m256i *)(wr[r] + k)), a0, b0);
-                    d[r] = dot_s8(d[r], _mm256_loadu_si256((const __m256i *)(wr[r] + k + 32)), a1, b1);
+                    const uint8_t *p = t->w[r] + k;
+                    QK_PREFETCH(p);
+                    QK_PREFETCH(p + 64);
+                    for (int b = 0; b < 4; b++) d[r] = dot_s8(d[r], loadu256(p + 32 * b), av[b], ab[b]);
                 }
             }
-            if (k + 32 <= c1) {
-                const __m256i a0 = _mm256_loadu_si256((const __m256i *)(qa + k)), b0 = _mm256_abs_epi8(a0);
-                for (int r = 0; r < R; r++) d[r] = dot_s8(d[r], _mm256_loadu_si256((const __m256i *)(wr[r] + k)), a0, b0);
-                k += 32;
+            for (; k + 32 <= c1; k += 32) {
+                const __m256i av = loadu256(qa + k), ab = _mm256_abs_epi8(av);
+                for (int r = 0; r < R; r++) d[r] = dot_s8(d[r], loadu256(t->w[r] + k), av, ab);
             }
-            if (k < c1) /* g = K only */
-                for (int r = 0; r < R; r++) {
-                    int32_t t = 0;
-                    for (size_t i = k; i < c1; i++) t += wr[r][i] * qa[i];
-                    d[r] = _mm256_add_epi32(d[r], lane0(t));
-                }
-            for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[r]), _mm256_set1_ps(sw[r]), acc[r]);
+            for (int r = 0; r < R; r++) {
+                tot[r] += qk_avx2_hsum_epi32(d[r]);
+                for (size_t i = k; i < c1; i++) tot[r] += (int8_t)t->w[r][i] * qa[i]; /* g = K only */
+            }
             c0 = c1;
         }
+        for (int r = 0; r < R; r++)
+            t->y[r] += (float)tot[r] * (qk_avx2_load_scale(a->w->scales, (n0 + r) * ng + j, st) * sa[j]);
     }
-    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+}
+
+QK_INLINE void w8_rows_st(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st) {
+    gemv_rows t;
+    rows_init(&t, a, n0, R);
+    size_t k = 0;
+    if (a->group == 32 || a->group == 64) k = w8_steps(a, n0, R, st, a->group == 64, &t);
+    w8_groups(a, n0, R, st, k / a->group, &t);
+    for (int r = 0; r < R; r++) a->y[n0 + r] = t.y[r];
 }
 
 QK_INLINE void w8_rows(const qk_matmul_args *a, size_t n0, const int R) {
-    if (a->group == 32) {
-        if (a->w->scale_type == QK_SCALE_F16) w8_g32(a, n0, R, QK_SCALE_F16);
-        else w8_g32(a, n0, R, QK_SCALE_F32);
-    } else {
-        if (a->w->scale_type == QK_SCALE_F16) w8_groups(a, n0, R, QK_SCALE_F16);
-        else w8_groups(a, n0, R, QK_SCALE_F32);
-    }
+    if (a->w->scale_type == QK_SCALE_F16) w8_rows_st(a, n0, R, QK_SCALE_F16);
+    else w8_rows_st(a, n0, R, QK_SCALE_F32);
 }
 
 QK_INLINE void gemv_w8(const qk_matmul_args *a) {
@@ -385,90 +395,90 @@ QK_INLINE void gemv_w8(const qk_matmul_args *a) {
 
 /* ---- llama.cpp blocks ---- */
 
-/* q4_0 · q8_0: two blocks per step; the low nibbles hold elements 0-15 of a
- * block and the high nibbles 16-31, so the activations need no shuffle. */
+/* q4_0 · q8_0, steps of eight blocks. In a block the low nibbles hold elements
+ * 0-15 and the high nibbles 16-31, so two blocks side by side meet the
+ * activations unshuffled: lanes 0-3 hold block b, 4-7 block b+1. */
 QK_INLINE void q4_0_rows(const qk_matmul_args *a, size_t n0, const int R) {
-    const qk_qmat *w = a->w;
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
-    const size_t nb = a->K / 32;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const uint8_t *wr[QK_GEMV_R];
+    const int32_t *su = a->xq->sums;
+    const size_t nb = a->K / 32, B = QK_Q4_0_BYTES;
+    gemv_rows t;
+    rows_init(&t, a, n0, R);
     __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const int8_t *x = qa + 32 * b;
-        const __m256i alo = load2x128(x, x + 32), ahi = load2x128(x + 16, x + 48);
-        const __m256 sa2 = halves_ps(sa[b], sa[b + 1]);
-        const __m256i corr = neg8_lanesums(alo, ahi);
+    for (; b + 8 <= nb; b += 8) {
+        __m256i alo[4], ahi[4];
+        for (int q = 0; q < 4; q++) {
+            const int8_t *x = qa + 32 * (b + 2 * q);
+            alo[q] = load2x128(x, x + 32);
+            ahi[q] = load2x128(x + 16, x + 48);
+        }
+        const __m256 sa8 = _mm256_loadu_ps(sa + b);
+        const __m256i corr = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), loadu256(su + b)), 3);
         for (int r = 0; r < R; r++) {
-            const uint8_t *blk = wr[r] + b * QK_Q4_0_BYTES;
-            QK_PREFETCH(blk);
-            __m256i v = load2x128(blk + 2, blk + 2 + QK_Q4_0_BYTES);
-            __m256i d = dot2_u4(corr, _mm256_and_si256(v, m4), alo, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), ahi);
-            __m256 s = _mm256_mul_ps(fp16_halves(blk, blk + QK_Q4_0_BYTES), sa2);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r]);
+            const uint8_t *p = t.w[r] + b * B;
+            QK_PREFETCH(p);
+            QK_PREFETCH(p + 64);
+            QK_PREFETCH(p + 128);
+            __m256i d[4];
+            for (int q = 0; q < 4; q++) d[q] = dot_w4(_mm256_setzero_si256(), load2x128(p + 2 * q * B + 2, p + (2 * q + 1) * B + 2), alo[q], ahi[q]);
+            __m256i s = _mm256_add_epi32(fold4_halves(d), corr);
+            __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi64(gather4_fp16(p, B), gather4_fp16(p + 4 * B, B)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, sa8), acc[r]);
         }
     }
-    if (b < nb) {
+    for (; b < nb; b++) {
         const int8_t *x = qa + 32 * b;
-        const __m256i alo = _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_loadu_si128((const __m128i *)x), 0);
-        const __m256i ahi = _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_loadu_si128((const __m128i *)(x + 16)), 0);
-        const __m256i corr = neg8_lanesums(alo, ahi);
+        const __m256i alo = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)x));
+        const __m256i ahi = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(x + 16)));
         for (int r = 0; r < R; r++) {
-            const uint8_t *blk = wr[r] + b * QK_Q4_0_BYTES;
-            __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 2)));
-            __m256i d = dot2_u4(corr, _mm256_and_si256(v, m4), alo, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), ahi);
-            float s = _cvtsh_ss(qk_rd16(blk)) * sa[b];
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(s), acc[r]);
+            const uint8_t *blk = t.w[r] + b * B;
+            __m256i d = dot_w4(_mm256_setzero_si256(), _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 2))), alo, ahi);
+            t.y[r] += (float)(qk_avx2_hsum_epi32(d) - 8 * su[b]) * (_cvtsh_ss(qk_rd16(blk)) * sa[b]);
         }
     }
-    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+    for (int r = 0; r < R; r++) a->y[n0 + r] = t.y[r] + qk_avx2_hsum_ps(acc[r]);
 }
 
+/* q8_0 · q8_0, steps of four blocks. */
 QK_INLINE void q8_0_rows(const qk_matmul_args *a, size_t n0, const int R) {
-    const qk_qmat *w = a->w;
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
-    const size_t nb = a->K / 32;
-    const uint8_t *wr[QK_GEMV_R];
+    const size_t nb = a->K / 32, B = QK_Q8_0_BYTES;
+    gemv_rows t;
+    rows_init(&t, a, n0, R);
     __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(qa + 32 * b)), a1 = _mm256_loadu_si256((const __m256i *)(qa + 32 * b + 32));
-        const __m256i b0 = _mm256_abs_epi8(a0), b1 = _mm256_abs_epi8(a1);
-        const __m256 sa2 = pair_ps(sa + b);
+    for (; b + 4 <= nb; b += 4) {
+        __m256i av[4], ab[4];
+        for (int q = 0; q < 4; q++) {
+            av[q] = loadu256(qa + 32 * (b + q));
+            ab[q] = _mm256_abs_epi8(av[q]);
+        }
+        const __m256 sa8 = dup128(_mm_loadu_ps(sa + b));
         for (int r = 0; r < R; r++) {
-            const uint8_t *blk = wr[r] + b * QK_Q8_0_BYTES;
-            QK_PREFETCH(blk);
-            QK_PREFETCH(blk + 64);
-            __m256i d0 = dot_s8(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(blk + 2)), a0, b0);
-            __m256i d1 = dot_s8(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(blk + 2 + QK_Q8_0_BYTES)), a1, b1);
-            uint32_t h = (uint32_t)qk_rd16(blk) | (uint32_t)qk_rd16(blk + QK_Q8_0_BYTES) << 16;
-            __m256 sw = _mm256_castpd_ps(_mm256_broadcastsd_pd(_mm_castps_pd(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)))));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold_pair(d0, d1)), _mm256_mul_ps(sw, sa2), acc[r]);
+            const uint8_t *p = t.w[r] + b * B;
+            QK_PREFETCH(p);
+            QK_PREFETCH(p + 64);
+            QK_PREFETCH(p + 128);
+            __m256i d[4];
+            for (int q = 0; q < 4; q++) d[q] = dot_s8(_mm256_setzero_si256(), loadu256(p + q * B + 2), av[q], ab[q]);
+            __m256 dw = dup128(_mm_cvtph_ps(gather4_fp16(p, B)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold4(d)), _mm256_mul_ps(dw, sa8), acc[r]);
         }
     }
-    if (b < nb) {
-        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(qa + 32 * b)), b0 = _mm256_abs_epi8(a0);
+    for (; b < nb; b++) {
+        const __m256i av = loadu256(qa + 32 * b), ab = _mm256_abs_epi8(av);
         for (int r = 0; r < R; r++) {
-            const uint8_t *blk = wr[r] + b * QK_Q8_0_BYTES;
-            QK_PREFETCH(blk);
-            QK_PREFETCH(blk + 64);
-            __m256i d0 = dot_s8(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(blk + 2)), a0, b0);
-            float s = _cvtsh_ss(qk_rd16(blk)) * sa[b];
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_set1_ps(s), acc[r]);
+            const uint8_t *blk = t.w[r] + b * B;
+            __m256i d = dot_s8(_mm256_setzero_si256(), loadu256(blk + 2), av, ab);
+            t.y[r] += (float)qk_avx2_hsum_epi32(d) * (_cvtsh_ss(qk_rd16(blk)) * sa[b]);
         }
     }
-    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+    for (int r = 0; r < R; r++) a->y[n0 + r] = t.y[r] + qk_avx2_hsum_ps(acc[r]);
 }
 
 QK_INLINE void gemv_q4_0(const qk_matmul_args *a) {
