@@ -44,16 +44,18 @@ static const char *row_gstr(const acc_row *r, char *b, size_t n) {
 }
 
 void acc_print_accuracy(FILE *f, const acc_table *t, size_t from) {
-    char b1[32], b2[32], b3[32], gs[16];
+    char b1[32], b2[32], gs[16];
     /* weights: one line per (format, g) */
     fprintf(f, "\nweights (elementwise error of the quantized values; model = analytical SQNR of symmetric RTN on N(0,1)):\n");
-    fprintf(f, "  %-5s %5s %6s %8s %8s %10s  %s\n", "fmt", "g", "bpw", "wSQNR", "model", "max|err|", "other tiers' quantizers");
+    fprintf(f, "  %-5s %5s %6s %8s %8s %10s  %s\n", "fmt", "g", "bpw", "wSQNR", "model", "max|err|", "other tiers' quantizers and dequantizers");
     for (size_t i = from; i < t->n; i++) {
         const acc_row *r = &t->r[i];
         if (i > from && r->format == t->r[i - 1].format && r->group == t->r[i - 1].group) continue;
-        fprintf(f, "  %-5s %5s %6.3f %s %s %10.3g  %s\n", qk_format_name(r->format), row_gstr(r, gs, sizeof gs), r->bpw,
+        int same = !strcmp(r->codes_check, "same") && !strcmp(r->deq_check, "same");
+        fprintf(f, "  %-5s %5s %6.3f %s %s %10.3g  %s%s%s%s\n", qk_format_name(r->format), row_gstr(r, gs, sizeof gs), r->bpw,
                 db(b1, sizeof b1, r->w_err.sqnr_db, 8), db(b2, sizeof b2, r->w_model_sqnr, 8), r->w_err.max_abs,
-                !strcmp(r->codes_check, "same") ? "same codes as the scalar reference" : r->codes_check);
+                same ? "same bytes as the scalar reference" : "quantize: ", same ? "" : r->codes_check, same ? "" : "; dequantize: ",
+                same ? "" : r->deq_check);
     }
     fprintf(f, "\noutput y = X·Wᵀ. quantization error: exact math on the quantized values vs FP32 (the same for every tier);\n"
                "kernel error: the variant vs that exact math; ratio = max |Δ| / (u·Σ|terms|), u = 2^-24, bound 2·(K+16).\n");
@@ -98,7 +100,6 @@ void acc_print_accuracy(FILE *f, const acc_table *t, size_t from) {
                     r->head.retention[2], r->head.kl_mean, r->head.kl_max, r->temperature);
         }
     }
-    (void)b3;
 }
 
 void acc_print_sweep(FILE *f, const acc_table *t, size_t from) {
@@ -142,7 +143,7 @@ static void csv_str(qkb_buf *b, const char *s, int first) {
 
 char *acc_csv(const acc_table *t) {
     qkb_buf b = {0};
-    qkb_buf_puts(&b, "layer,M,N,K,format,group,scales,bpw,mode,kernel,tier,op,status,w_sqnr_db,w_model_sqnr_db,w_nmse,w_max_abs,codes,"
+    qkb_buf_puts(&b, "layer,M,N,K,format,group,scales,bpw,mode,kernel,tier,op,status,w_sqnr_db,w_model_sqnr_db,w_nmse,w_max_abs,codes,dequant,"
                      "q_sqnr_db,q_nmse,q_max_abs,q_cos_mean,q_cos_min,k_sqnr_db,k_nmse,k_max_abs,k_ratio,k_bound,k_ok,"
                      "e_w,e_a,e_wa,kappa,n_w,n_a,head_T,top1_flip,ret5,ret10,ret20,kl_mean,kl_max,"
                      "t_median_s,t_min_s,reps,gbps,gops\n");
@@ -157,6 +158,7 @@ char *acc_csv(const acc_table *t) {
         csv_str(&b, r->skip[0] ? r->skip : "ok", 0);
         csv_num(&b, r->w_err.sqnr_db), csv_num(&b, r->w_model_sqnr), csv_num(&b, r->w_err.nmse), csv_num(&b, r->w_err.max_abs);
         csv_str(&b, r->codes_check, 0);
+        csv_str(&b, r->deq_check, 0);
         csv_num(&b, r->q_err.sqnr_db), csv_num(&b, r->q_err.nmse), csv_num(&b, r->q_err.max_abs), csv_num(&b, r->q_err.cos_mean);
         csv_num(&b, r->q_err.cos_min);
         int ran = !r->skip[0];
@@ -231,6 +233,7 @@ char *acc_json(const acc_table *t, const acc_meta *m) {
         jerr(&w, "weights", &r->w_err);
         qkw_knum(&w, "weights_model_sqnr_db", r->w_model_sqnr);
         qkw_kstr(&w, "codes", r->codes_check);
+        qkw_kstr(&w, "dequantized", r->deq_check);
         jerr(&w, "quantization_error", &r->q_err);
         if (!r->skip[0]) {
             jerr(&w, "kernel_error", &r->k_err);

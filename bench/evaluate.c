@@ -258,6 +258,26 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
         qk_qmat_free(&tmp);
         if (!same && cl < sizeof codes) cl += (size_t)snprintf(codes + cl, sizeof codes - cl, "%s%s", cl ? "," : "DIFFER: ", k->name);
     }
+    /* Every other tier's dequantizer must write the reference's floats (64 rows at a time). */
+    char deq[sizeof ((acc_row *)0)->deq_check] = "same";
+    const qk_dequantize_kernel *dref = NULL;
+    for (size_t i = 0; i < qk_dequantize_kernel_count; i++)
+        if (qk_dequantize_kernels[i].format == f && qk_dequantize_kernels[i].tier == QK_TIER_SCALAR) dref = &qk_dequantize_kernels[i];
+    size_t dl = 0, chunk = 64;
+    float *d0 = malloc(chunk * K * sizeof *d0), *d1 = malloc(chunk * K * sizeof *d1);
+    for (size_t i = 0; d0 && d1 && dref && i < qk_dequantize_kernel_count; i++) {
+        const qk_dequantize_kernel *k = &qk_dequantize_kernels[i];
+        if (k->format != f || k->tier == QK_TIER_SCALAR || !qk_tier_allowed(k->tier)) continue;
+        int same = 1;
+        for (size_t r0 = 0; r0 < N && same; r0 += chunk) {
+            size_t r1 = r0 + chunk < N ? r0 + chunk : N;
+            qk_qmat view = qk_qmat_rows(&qm, r0, r1);
+            same = qk_dequantize_with(dref, &view, d0, K) == QK_OK && qk_dequantize_with(k, &view, d1, K) == QK_OK &&
+                   !memcmp(d0, d1, (r1 - r0) * K * sizeof *d0);
+        }
+        if (!same && dl < sizeof deq) dl += (size_t)snprintf(deq + dl, sizeof deq - dl, "%s%s", dl ? "," : "DIFFER: ", k->name);
+    }
+    free(d0), free(d1);
     yw = malloc(M * N * sizeof *yw), yq = malloc(M * N * sizeof *yq), absw = malloc(M * N * sizeof *absw);
     absq = malloc(M * N * sizeof *absq), yk = malloc(M * N * sizeof *yk), wrow = malloc(K * sizeof *wrow), wf = malloc(K * sizeof *wf);
     if (!yw || !yq || !absw || !absq || !yk || !wrow || !wf) {
@@ -298,6 +318,7 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
         r.w_err = w_err;
         r.w_model_sqnr = model;
         snprintf(r.codes_check, sizeof r.codes_check, "%s", codes);
+        snprintf(r.deq_check, sizeof r.deq_check, "%s", deq);
         r.n_w = w_err.nmse;
         if (rule != QK_ACT_F32) {
             actcache *a = get_act(e, rule, g, 1, err, errlen);
