@@ -74,15 +74,16 @@ void acc_print_accuracy(FILE *f, const acc_table *t, size_t from) {
     if (any) {
         fprintf(f, "\ndecomposition (NMSE of y vs FP32): e_W quantized W only, e_A quantized X only, e_WA both, κ = e_WA/(e_W + e_A);\n"
                    "n_W, n_A = elementwise NMSE of W and X; independent operands give e_WA ≈ n_W + n_A + n_W·n_A.\n");
-        fprintf(f, "  %-5s %5s %-9s %10s %10s %10s %7s %10s %10s %12s\n", "fmt", "g", "mode", "e_W", "e_A", "e_WA", "κ", "n_W", "n_A",
-                "n_W+n_A+nn");
+        fprintf(f, "  %-5s %5s %-9s %10s %10s %10s %7s %10s %10s %12s  %s\n", "fmt", "g", "mode", "e_W", "e_A", "e_WA", "κ", "n_W", "n_A",
+                "n_W+n_A+nn", "other tiers' activation quantizers");
         for (size_t i = from; i < t->n; i++) {
             const acc_row *r = &t->r[i];
             if (!r->has_decomp) continue;
             if (i > from && r->format == t->r[i - 1].format && r->group == t->r[i - 1].group && r->mode == t->r[i - 1].mode) continue;
-            fprintf(f, "  %-5s %5s %-9s %10.3e %10.3e %10.3e %7.4f %10.3e %10.3e %12.3e\n", qk_format_name(r->format),
+            fprintf(f, "  %-5s %5s %-9s %10.3e %10.3e %10.3e %7.4f %10.3e %10.3e %12.3e  %s\n", qk_format_name(r->format),
                     row_gstr(r, gs, sizeof gs), qk_mode_name(r->mode), r->decomp.e_w, r->decomp.e_a, r->decomp.e_wa, r->decomp.kappa,
-                    r->n_w, r->n_a, r->n_w + r->n_a + r->n_w * r->n_a);
+                    r->n_w, r->n_a, r->n_w + r->n_a + r->n_w * r->n_a,
+                    !strcmp(r->act_check, "same") ? "same codes as the scalar reference" : r->act_check);
         }
     }
     any = 0;
@@ -143,7 +144,7 @@ static void csv_str(qkb_buf *b, const char *s, int first) {
 
 char *acc_csv(const acc_table *t) {
     qkb_buf b = {0};
-    qkb_buf_puts(&b, "layer,M,N,K,format,group,scales,bpw,mode,kernel,tier,op,status,w_sqnr_db,w_model_sqnr_db,w_nmse,w_max_abs,codes,dequant,"
+    qkb_buf_puts(&b, "layer,M,N,K,format,group,scales,bpw,mode,kernel,tier,op,status,w_sqnr_db,w_model_sqnr_db,w_nmse,w_max_abs,codes,dequant,act_codes,"
                      "q_sqnr_db,q_nmse,q_max_abs,q_cos_mean,q_cos_min,k_sqnr_db,k_nmse,k_max_abs,k_ratio,k_bound,k_ok,"
                      "e_w,e_a,e_wa,kappa,n_w,n_a,head_T,top1_flip,ret5,ret10,ret20,kl_mean,kl_max,"
                      "t_median_s,t_min_s,reps,gbps,gops\n");
@@ -159,6 +160,7 @@ char *acc_csv(const acc_table *t) {
         csv_num(&b, r->w_err.sqnr_db), csv_num(&b, r->w_model_sqnr), csv_num(&b, r->w_err.nmse), csv_num(&b, r->w_err.max_abs);
         csv_str(&b, r->codes_check, 0);
         csv_str(&b, r->deq_check, 0);
+        csv_str(&b, r->act_check, 0);
         csv_num(&b, r->q_err.sqnr_db), csv_num(&b, r->q_err.nmse), csv_num(&b, r->q_err.max_abs), csv_num(&b, r->q_err.cos_mean);
         csv_num(&b, r->q_err.cos_min);
         int ran = !r->skip[0];
@@ -234,6 +236,7 @@ char *acc_json(const acc_table *t, const acc_meta *m) {
         qkw_knum(&w, "weights_model_sqnr_db", r->w_model_sqnr);
         qkw_kstr(&w, "codes", r->codes_check);
         qkw_kstr(&w, "dequantized", r->deq_check);
+        if (r->act_check[0]) qkw_kstr(&w, "activation_codes", r->act_check);
         jerr(&w, "quantization_error", &r->q_err);
         if (!r->skip[0]) {
             jerr(&w, "kernel_error", &r->k_err);

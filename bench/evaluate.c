@@ -68,6 +68,7 @@ typedef struct actcache {
     double n_a;   /* NMSE of x̂ vs x */
     double e_a;   /* NMSE of x̂·Wᵀ vs FP32 */
     int have_ea;
+    char check[200]; /* other tiers' activation quantizers: "same" or which differ */
 } actcache;
 
 typedef struct ctx {
@@ -129,6 +130,19 @@ static actcache *get_act(ctx *e, qk_act_rule rule, size_t g, int need_ea, char *
             return NULL;
         }
         qk_x_from_qact(&q, e->M, a->xd);
+        snprintf(a->check, sizeof a->check, "same");
+        size_t cl = 0, ng = e->M * (e->K / g);
+        for (size_t i = 0; i < qk_actquant_kernel_count; i++) { /* every tier must write the same codes, scales, sums */
+            const qk_actquant_kernel *k = &qk_actquant_kernels[i];
+            if (k->rule != rule || k->tier == QK_TIER_SCALAR || !qk_tier_allowed(k->tier)) continue;
+            qk_qact t;
+            if (qk_qact_alloc(&t, rule, e->M, e->K, g)) continue;
+            int same = qk_actquant_with(k, e->x->v, e->K, &t) == QK_OK && !memcmp(t.codes, q.codes, e->M * e->K) &&
+                       !memcmp(t.scales, q.scales, ng * sizeof(float)) && !memcmp(t.sums, q.sums, ng * sizeof(int32_t));
+            qk_qact_free(&t);
+            if (!same && cl < sizeof a->check)
+                cl += (size_t)snprintf(a->check + cl, sizeof a->check - cl, "%s%s", cl ? "," : "DIFFER: ", k->name);
+        }
         qk_qact_free(&q);
         a->n_a = nmse_of(e->xd, a->xd, e->M * e->K);
         a->ready = 1;
@@ -329,6 +343,7 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
             }
             y_exact = yq, abs_t = absq;
             r.n_a = a->n_a;
+            snprintf(r.act_check, sizeof r.act_check, "%s", a->check);
             r.has_decomp = 1;
             r.decomp = qk_decompose(nmse_of(e->yref, yw, M * N), a->e_a, nmse_of(e->yref, yq, M * N));
         }

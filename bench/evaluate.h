@@ -35,6 +35,7 @@ typedef struct acc_row {
     double w_model_sqnr;     ///< the analytical weight SQNR (Gaussian data, symmetric RTN), NaN if not applicable
     char codes_check[200];   ///< "same" if every tier's quantizer wrote the reference's bytes, else which differ
     char deq_check[200];     ///< "same" if every tier's dequantizer wrote the reference's floats, else which differ
+    char act_check[200];     ///< int modes: "same" if every tier's activation quantizer wrote the reference's codes, else which differ
     qk_err q_err;            ///< quantization error of y (exact math on quantized values vs FP32)
     qk_err k_err;            ///< kernel error (kernel vs exact math)
     double k_ratio;          ///< max |Δ| / (u·Σ|terms|)

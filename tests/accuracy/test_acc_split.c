@@ -33,6 +33,7 @@ static void on_row(void *ctx, const acc_row *r) {
     CHECK(r->k_ok && r->k_ratio <= r->k_bound, "kernel error ratio %.3g outside the bound %.0f", r->k_ratio, r->k_bound);
     CHECK(!strcmp(r->codes_check, "same"), "quantizers of other tiers: %s", r->codes_check);
     CHECK(!strcmp(r->deq_check, "same"), "dequantizers of other tiers: %s", r->deq_check);
+    if (r->has_decomp) CHECK(!strcmp(r->act_check, "same"), "activation quantizers of other tiers: %s", r->act_check);
     CHECK(r->k_err.nonfinite == 0, "%zu non-finite outputs", r->k_err.nonfinite);
     if (!s->have) {
         s->first = *r;
