@@ -419,6 +419,16 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     memset(&b, 0, sizeof b);
     b.o = o;
     char err[400];
+    /* Google Benchmark: our defaults first, the user's flags after them (the later wins) */
+    char f_reps[64], f_min[64];
+    snprintf(f_reps, sizeof f_reps, "--benchmark_repetitions=%d", o->reps);
+    snprintf(f_min, sizeof f_min, "--benchmark_min_time=%g", o->min_time);
+    char *flags[70];
+    int nf = 0;
+    flags[nf++] = f_reps;
+    flags[nf++] = f_min;
+    for (int i = 0; i < o->ngb; i++) flags[nf++] = o->gb_flags[i];
+    if (qkb_gb_init(nf, flags)) return 2;
     if (qkb_cases_build(&b.cases, &o->plan, err, sizeof err)) {
         fprintf(stderr, "qkbench bench: %s\n", err);
         return 2;
@@ -487,16 +497,6 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     snprintf(b.meta.command, sizeof b.meta.command, "%s", o->command);
     snprintf(b.meta.suite, sizeof b.meta.suite, "%s", suite_name);
 
-    /* Google Benchmark: our defaults first, the user's flags after them (the later wins) */
-    char f_reps[64], f_min[64];
-    snprintf(f_reps, sizeof f_reps, "--benchmark_repetitions=%d", o->reps);
-    snprintf(f_min, sizeof f_min, "--benchmark_min_time=%g", o->min_time);
-    char *flags[70];
-    int nf = 0;
-    flags[nf++] = f_reps;
-    flags[nf++] = f_min;
-    for (int i = 0; i < o->ngb; i++) flags[nf++] = o->gb_flags[i];
-    if (qkb_gb_init(nf, flags)) return 2;
     qkb_gb_context("qkbench_machine", qkb_machine_name());
     qkb_gb_context("qkbench_commit", qkb_commit());
     qkb_gb_context("qkbench_suite", suite_name);
