@@ -1,0 +1,274 @@
+/* Body of the integer-mode gemm kernels on zmm with packed weights, shared
+ * by the avx512vnni tier (vpdpbusd) and, through the same dot interface as
+ * gemv_int_body.h, any tier that can multiply unsigned by signed bytes into
+ * int32 lanes. The including file defines
+ *   GM_DOT(acc, w_u8, a_s8)   acc + Σ4 w·a per dword (w unsigned, a signed)
+ *   GM_TIER                   the tier suffix of the kernel names
+ *
+ * Register tile: GM_MR rows of X × GM_NR = 16·GM_NB columns of W. Lanes are
+ * output columns; each vpdpbusd adds 4 consecutive k of one row of X
+ * (broadcast) times 4 k of 16 columns (one zmm of packed weights).
+ *
+ * Packed layout (gm_pack), tile t = columns t·GM_NR .. t·GM_NR+GM_NR-1
+ * (zero codes and scales past N), group after group:
+ *   codes, ns steps × GM_NB zmm:
+ *     8-bit: step s covers k = 4s..4s+3 of the group; byte 4c+i of zmm b is
+ *            the code of column 16b+c at k = 4s+i, as u8 (int8 code + 128);
+ *     4-bit: step s covers k = 8s..8s+7: the low nibble of byte 4c+i is the
+ *            code (0..15) at k = 8s+i, the high nibble the code at 8s+4+i;
+ *     k past the end of the group (g = K, not a multiple of 4 or 8) is 0;
+ *   then GM_NR f32 scales (q4_0/q8_0: the fp16 d, widened), then, for w4a,
+ *   GM_NR f32 offsets.
+ * The weights are the unsigned side of vpdpbusd, activations stay signed:
+ * every int32 lane of a group starts at -off·Σa (off = 128 for int8 codes,
+ * 8 for w4s/q4_0 codes q+8, 0 for w4a), so it ends at the exact Σ q·a of its
+ * (row, column, group); then y += sw·sa·dot in f32 (and, for w4a,
+ * y += m·sa·Σa). A group longer than a K slice (gm_slice) is cut into pieces,
+ * each corrected by its own Σa (so no int32 sum can overflow either). */
+#ifndef QK_GEMM_INT_BODY_H
+#define QK_GEMM_INT_BODY_H
+
+#include "x86/avx512/avx512_common.h"
+
+#define QK_INLINE static inline __attribute__((always_inline))
+#define GM_UNROLL _Pragma("GCC unroll 16")
+
+enum { GM_MR = 4, GM_NB = 3, GM_NR = 16 * GM_NB };
+
+typedef enum { GM_W4S, GM_W4A, GM_W8S, GM_Q4_0, GM_Q8_0 } gm_fmt;
+
+QK_INLINE int gm_bits(gm_fmt f) { return f == GM_W8S || f == GM_Q8_0 ? 8 : 4; }
+QK_INLINE int gm_off(gm_fmt f) { return gm_bits(f) == 8 ? 128 : f == GM_W4A ? 0 : 8; }
+/* Values of K per slice: the tile's weights for one slice (32 KiB) stay in L1. */
+QK_INLINE size_t gm_slice(gm_fmt f) { return gm_bits(f) == 8 ? 512 : 1024; }
+
+/* Values per step and steps per group (g rounded up). */
+QK_INLINE size_t gm_kstep(gm_fmt f) { return gm_bits(f) == 8 ? 4 : 8; }
+static size_t gm_steps(gm_fmt f, size_t g) { return (g + gm_kstep(f) - 1) / gm_kstep(f); }
+static size_t gm_group_bytes(gm_fmt f, size_t g) {
+    return gm_steps(f, g) * GM_NB * 64 + GM_NR * sizeof(float) * (f == GM_W4A ? 2u : 1u);
+}
+static size_t gm_tile_bytes(gm_fmt f, const qk_qmat *w) { return (w->cols / w->group) * gm_group_bytes(f, w->group); }
+
+static size_t gm_pack_size(gm_fmt f, const qk_qmat *w) { return (w->rows + GM_NR - 1) / GM_NR * gm_tile_bytes(f, w); }
+static size_t gm_packed_offset(gm_fmt f, const qk_qmat *w, size_t n0) { return n0 / GM_NR * gm_tile_bytes(f, w); }
+
+/* Unsigned code of element k of row n, as the kernel multiplies it. */
+static inline unsigned gm_code(gm_fmt f, const qk_qmat *w, size_t n, size_t k) {
+    const uint8_t *row = w->codes + n * w->row_bytes;
+    switch (f) {
+    case GM_W4S:
+    case GM_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15u;
+    case GM_W8S: return (uint8_t)(row[k] ^ 0x80u);
+    case GM_Q4_0: {
+        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
+        size_t j = k % 32;
+        return j < 16 ? qs[j] & 15u : (unsigned)qs[j - 16] >> 4;
+    }
+    default: return (uint8_t)(row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32] ^ 0x80u);
+    }
+}
+
+static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
+    size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
+    size_t gb = gm_group_bytes(f, g);
+    uint8_t *out = (uint8_t *)packed;
+    for (size_t n0 = 0; n0 < N; n0 += GM_NR) {
+        for (size_t j = 0; j < ng; j++) {
+            uint8_t *codes = out + j * gb;
+            float *sc = (float *)(codes + ns * GM_NB * 64), *mn = sc + GM_NR;
+            memset(codes, 0, gb);
+            for (size_t c = 0; c < GM_NR && n0 + c < N; c++) {
+                size_t n = n0 + c, b = c / 16, l = c % 16;
+                for (size_t s = 0; s < ns; s++) {
+                    uint8_t *dst = codes + (s * GM_NB + b) * 64 + 4 * l;
+                    for (size_t i = 0; i < 4; i++) {
+                        size_t k = j * g + s * ks + i, e = (j + 1) * g;
+                        if (ks == 4) {
+                            dst[i] = k < e ? (uint8_t)gm_code(f, w, n, k) : 0;
+                        } else {
+                            unsigned lo = k < e ? gm_code(f, w, n, k) : 0, hi = k + 4 < e ? gm_code(f, w, n, k + 4) : 0;
+                            dst[i] = (uint8_t)(lo | hi << 4);
+                        }
+                    }
+                }
+                sc[c] = qk_qmat_scale(w, n, j);
+                if (f == GM_W4A) mn[c] = qk_qmat_min(w, n, j);
+            }
+        }
+        out += ng * gb;
+    }
+}
+
+/* Broadcast the 4 activation codes at k. */
+QK_INLINE __m512i gm_act4(const int8_t *p) { return _mm512_broadcastd_epi32(_mm_loadu_si32(p)); }
+
+/* The same near the end of a row: only the codes before K, zeros after. */
+QK_INLINE __m512i gm_act4_tail(const int8_t *row, size_t k, size_t K) {
+    return _mm512_broadcastd_epi32(_mm_maskz_loadu_epi8(k < K ? qk512_mask16(K - k) : 0, row + (k < K ? k : 0)));
+}
+
+static int32_t gm_act_sum(const int8_t *row, size_t k0, size_t k1) {
+    __m512i s = _mm512_setzero_si512();
+    for (size_t k = k0; k < k1; k += 64) {
+        __m512i a = _mm512_maskz_loadu_epi8(qk512_mask64(k1 - k), row + k);
+        s = GM_DOT(s, _mm512_set1_epi8(1), a);
+    }
+    return _mm512_reduce_add_epi32(s);
+}
+
+/* acc[m][b] += the dot of one step (4 or 8 values from column k), codes at cp. */
+QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k) {
+    if (gm_bits(f) == 8) {
+        __m512i wv[GM_NB];
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) wv[b] = _mm512_loadu_si512(cp + 64 * b);
+        GM_UNROLL for (size_t m = 0; m < mr; m++) {
+            __m512i av = gm_act4(xr[m] + k);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], wv[b], av);
+        }
+    } else {
+        __m512i lo[GM_NB], hi[GM_NB];
+        const __m512i m4 = _mm512_set1_epi8(0x0f);
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            __m512i v = _mm512_loadu_si512(cp + 64 * b);
+            lo[b] = _mm512_and_si512(v, m4);
+            hi[b] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        GM_UNROLL for (size_t m = 0; m < mr; m++) {
+            __m512i a0 = gm_act4(xr[m] + k), a1 = gm_act4(xr[m] + k + 4);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], lo[b], a0);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], hi[b], a1);
+        }
+    }
+}
+
+/* The 32 values of one g = 32 group from column k, unrolled with a constant
+ * count (a loop would make GCC copy every vpdpbusd accumulator at its back-edge). */
+QK_INLINE void gm_block32(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k) {
+    GM_UNROLL for (size_t s = 0; s < 32 / gm_kstep(f); s++) gm_step(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * gm_kstep(f));
+}
+
+/* nsteps whole steps from column k, codes at cp. */
+QK_INLINE void gm_steps_full(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t nsteps) {
+    const size_t ks = gm_kstep(f);
+#pragma GCC unroll 8
+    for (size_t s = 0; s < nsteps; s++) gm_step(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * ks);
+}
+
+/* The last step of a row whose K is not a multiple of the step. */
+QK_INLINE void gm_step_tail(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t K) {
+    __m512i lo[GM_NB], hi[GM_NB];
+    GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+        __m512i v = _mm512_loadu_si512(cp + 64 * b);
+        lo[b] = gm_bits(f) == 8 ? v : _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+        hi[b] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
+    }
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        __m512i a0 = gm_act4_tail(xr[m], k, K);
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], lo[b], a0);
+        if (gm_bits(f) == 4) {
+            __m512i a1 = gm_act4_tail(xr[m], k + 4, K);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], hi[b], a1);
+        }
+    }
+}
+
+/* One register tile over columns [k0, k1) of K: mr (<= GM_MR) rows of X
+ * from m0, nc (<= GM_NR) columns of Y from n0, added to Y (set when first).
+ * [k0, k1) is whole groups, or (g > gm_slice(f)) one piece of one group. The
+ * f32 accumulators live in memory (updated once per group), so the int32
+ * ones, the weights and the broadcast fit the 32 registers. */
+QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
+                       size_t k0, size_t k1, int first) {
+    const qk_qact *xq = a->xq;
+    size_t K = a->K, g = a->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
+    size_t gb = gm_group_bytes(f, g);
+    int off = gm_off(f);
+    const int8_t *xr[GM_MR];
+    __m512 accf[GM_MR][GM_NB];
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        xr[m] = xq->codes + (m0 + m) * K;
+        const float *y = a->y + (m0 + m) * a->ldy + n0;
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            size_t c = 16 * b;
+            accf[m][b] = _mm512_setzero_ps();
+            if (!first && c < nc) accf[m][b] = _mm512_maskz_loadu_ps(qk512_mask16(nc - c), y + c);
+        }
+    }
+    for (size_t kg = k0; kg < k1;) {
+        size_t j = kg / g, ke = (j + 1) * g < k1 ? (j + 1) * g : k1; /* this group's part of the slice */
+        const uint8_t *gp = tp + j * gb;
+        const float *sw = (const float *)(gp + ns * GM_NB * 64);
+        __m512i acc[GM_MR][GM_NB];
+        GM_UNROLL for (size_t m = 0; m < mr; m++) {
+            int32_t sum = 0;
+            if (off) sum = (kg == j * g && ke == (j + 1) * g) ? xq->sums[(m0 + m) * ng + j] : gm_act_sum(xr[m], kg, ke);
+            __m512i c = _mm512_set1_epi32(-off * sum);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
+        }
+        size_t s0 = (kg - j * g) / ks, nfull = (ke - kg) / ks;
+        if (g == 32) {
+            gm_block32(f, mr, acc, gp, xr, kg);
+        } else {
+            gm_steps_full(f, mr, acc, gp + s0 * GM_NB * 64, xr, kg, nfull);
+            if (kg + nfull * ks < ke) gm_step_tail(f, mr, acc, gp + (s0 + nfull) * GM_NB * 64, xr, kg + nfull * ks, ke);
+        }
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            __m512 s = _mm512_loadu_ps(sw + 16 * b);
+            GM_UNROLL for (size_t m = 0; m < mr; m++) {
+                __m512 sc = _mm512_mul_ps(s, _mm512_set1_ps(xq->scales[(m0 + m) * ng + j]));
+                accf[m][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[m][b]), sc, accf[m][b]);
+            }
+        }
+        if (f == GM_W4A && kg == j * g) {
+            const float *mn = sw + GM_NR;
+            GM_UNROLL for (size_t m = 0; m < mr; m++) {
+                __m512 ca = _mm512_set1_ps(xq->scales[(m0 + m) * ng + j] * (float)xq->sums[(m0 + m) * ng + j]);
+                GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
+            }
+        }
+        kg = ke;
+    }
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        float *y = a->y + (m0 + m) * a->ldy + n0;
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            size_t c = 16 * b;
+            if (c + 16 <= nc) _mm512_storeu_ps(y + c, accf[m][b]);
+            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), accf[m][b]);
+        }
+    }
+}
+
+/* Column tile by column tile; within one, K slices of about gm_slice(f) values
+ * (the tile's weights for a slice stay in L1) and, for each slice, every
+ * row tile of X. */
+QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
+    const uint8_t *wp = (const uint8_t *)a->wp;
+    size_t K = a->K, g = a->group, tb = gm_tile_bytes(f, a->w);
+    for (size_t n0 = 0; n0 < a->N; n0 += GM_NR) {
+        const uint8_t *tp = wp + n0 / GM_NR * tb;
+        size_t nc = a->N - n0 < GM_NR ? a->N - n0 : GM_NR;
+        for (size_t k0 = 0, k1; k0 < K; k0 = k1) {
+            if (g <= gm_slice(f)) k1 = k0 + (gm_slice(f) / g) * g < K ? k0 + (gm_slice(f) / g) * g : K;
+            else k1 = k0 + gm_slice(f) < (k0 / g + 1) * g ? k0 + gm_slice(f) : (k0 / g + 1) * g;
+            int first = k0 == 0;
+            size_t m0 = 0;
+            for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first);
+            switch (a->M - m0) {
+            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first); break;
+            default: break;
+            }
+        }
+    }
+}
+
+/* The four functions of one listed kernel. */
+#define GM_DEFINE(stem, fmt)                                                                                 \
+    void stem(const qk_matmul_args *a) { gm_run(fmt, a); }                                                   \
+    size_t stem##_pack_size(const qk_qmat *w) { return gm_pack_size(fmt, w); }                                \
+    void stem##_pack(const qk_qmat *w, void *packed) { gm_pack(fmt, w, packed); }                             \
+    size_t stem##_packed_offset(const qk_qmat *w, size_t n0) { return gm_packed_offset(fmt, w, n0); }
+
+#endif
