@@ -1,0 +1,177 @@
+/* gemv (M = 1) with f32 activations (W4A32: w4s, w4a, q4_0; W8A32: w8s,
+ * q8_0), AVX2 + FMA on the plain layout.
+ *
+ * y = Σ_groups s·Σ q·x (w4a: Σ_groups (d·Σ c·x + m·Σ x)). Codes become f32
+ * exactly (4-bit: a broadcast and a per-lane shift; 8-bit: a sign extension),
+ * one FMA per eight weights accumulates Σ q·x of a group, and one more FMA per
+ * group applies its scale. Rows are processed QK_A32_R at a time; each row
+ * consumes 256 values (128 or 256 contiguous bytes) per step, with a software
+ * prefetch ahead of it. Any K and group size the format allows; a group that
+ * is not a multiple of 8 (g = K) finishes with scalar code. */
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "this file needs the avx2 tier's flags"
+#endif
+#include "x86/avx2/avx2_common.h"
+
+#define QK_A32_R 4
+#define QK_A32_STEP 256
+#define QK_A32_PF 1024
+#define QK_INLINE static inline __attribute__((always_inline))
+
+enum { F_W4S, F_W4A, F_W8S };
+
+/* Codes k..k+7 of a plain row as f32 (w4s: q = c − 8; w4a: c; w8s: q). */
+QK_INLINE __m256 codes8(const uint8_t *row, size_t k, const int f) {
+    if (f == F_W8S) return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + k))));
+    int32_t w;
+    memcpy(&w, row + k / 2, 4);
+    __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15));
+    if (f == F_W4S) c = _mm256_sub_epi32(c, _mm256_set1_epi32(8));
+    return _mm256_cvtepi32_ps(c);
+}
+
+QK_INLINE float code1(const uint8_t *row, size_t k, const int f) {
+    if (f == F_W8S) return (float)(int8_t)row[k];
+    int c = (row[k / 2] >> (4 * (k & 1))) & 15;
+    return (float)(f == F_W4S ? c - 8 : c);
+}
+
+QK_INLINE void rows_plain(const qk_matmul_args *a, size_t n0, const int R, const int f, const qk_scale_type st) {
+    const qk_qmat *w = a->w;
+    const float *x = a->x;
+    /* a piece is a group (g = 32..256), or for g = K a step of QK_A32_STEP */
+    const size_t K = a->K, g = a->group, ng = K / g, piece = g == K ? QK_A32_STEP : g;
+    const uint8_t *wr[QK_A32_R];
+    __m256 acc[QK_A32_R];
+    float tail[QK_A32_R];
+    for (int r = 0; r < R; r++) {
+        wr[r] = w->codes + (n0 + r) * w->row_bytes;
+        acc[r] = _mm256_setzero_ps();
+        tail[r] = 0.0f;
+    }
+    for (size_t p0 = 0, j = 0; p0 < K; p0 += piece, j += g == K ? 0 : 1) {
+        const size_t p1 = K - p0 < piece ? K : p0 + piece, p8 = p0 + (p1 - p0) / 8 * 8;
+        __m256 d[QK_A32_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) d[r] = _mm256_setzero_ps();
+        size_t k = p0;
+        for (; k + 32 <= p8; k += 32) {
+            const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+            const __m256 x2 = _mm256_loadu_ps(x + k + 16), x3 = _mm256_loadu_ps(x + k + 24);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                if ((k & (f == F_W8S ? 63 : 127)) == 0) _mm_prefetch((const char *)wr[r] + (f == F_W8S ? k : k / 2) + QK_A32_PF, _MM_HINT_T0);
+                __m256 e = _mm256_mul_ps(codes8(wr[r], k, f), x0);
+                e = _mm256_fmadd_ps(codes8(wr[r], k + 8, f), x1, e);
+                __m256 o = _mm256_mul_ps(codes8(wr[r], k + 16, f), x2);
+                o = _mm256_fmadd_ps(codes8(wr[r], k + 24, f), x3, o);
+                d[r] = _mm256_add_ps(d[r], _mm256_add_ps(e, o));
+            }
+        }
+        for (; k < p8; k += 8) {
+            const __m256 x0 = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) d[r] = _mm256_fmadd_ps(codes8(wr[r], k, f), x0, d[r]);
+        }
+        __m256 sx = _mm256_setzero_ps();
+        if (f == F_W4A)
+            for (size_t i = p0; i < p8; i += 8) sx = _mm256_add_ps(sx, _mm256_loadu_ps(x + i));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const float s = qk_avx2_load_scale(w->scales, (n0 + r) * ng + j, st);
+            const float m = f == F_W4A ? qk_avx2_load_scale(w->mins, (n0 + r) * ng + j, st) : 0.0f;
+            acc[r] = _mm256_fmadd_ps(d[r], _mm256_set1_ps(s), acc[r]);
+            if (f == F_W4A) acc[r] = _mm256_fmadd_ps(sx, _mm256_set1_ps(m), acc[r]);
+            for (size_t i = p8; i < p1; i++) tail[r] += (m + s * code1(wr[r], i, f)) * x[i]; /* g = K only */
+        }
+    }
+    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]) + tail[r];
+}
+
+QK_INLINE void gemv_plain(const qk_matmul_args *a, const int f) {
+    const qk_scale_type st = a->w->scale_type;
+    size_t n = 0;
+    for (; n + QK_A32_R <= a->N; n += QK_A32_R) {
+        if (st == QK_SCALE_F16) rows_plain(a, n, QK_A32_R, f, QK_SCALE_F16);
+        else rows_plain(a, n, QK_A32_R, f, QK_SCALE_F32);
+    }
+    for (; n < a->N; n++) {
+        if (st == QK_SCALE_F16) rows_plain(a, n, 1, f, QK_SCALE_F16);
+        else rows_plain(a, n, 1, f, QK_SCALE_F32);
+    }
+}
+
+/* ---- llama.cpp blocks ---- */
+
+QK_INLINE void rows_q4_0(const qk_matmul_args *a, size_t n0, const int R) {
+    const float *x = a->x;
+    const size_t nb = a->K / 32;
+    const __m256i c15 = _mm256_set1_epi32(15), c8 = _mm256_set1_epi32(8);
+    const uint8_t *wr[QK_A32_R];
+    __m256 acc[QK_A32_R];
+    for (int r = 0; r < R; r++) {
+        wr[r] = a->w->codes + (n0 + r) * a->w->row_bytes;
+        acc[r] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < nb; b++) {
+        const float *xb = x + 32 * b;
+        const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = wr[r] + b * QK_Q4_0_BYTES;
+            if ((b & 3) == 0) _mm_prefetch((const char *)blk + QK_A32_PF, _MM_HINT_T0);
+            __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2)));
+            __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 10)));
+            __m256 e = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v0, c15), c8)), x0);
+            e = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v1, c15), c8)), x1, e);
+            __m256 o = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v0, 4), c8)), x2);
+            o = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v1, 4), c8)), x3, o);
+            acc[r] = _mm256_fmadd_ps(_mm256_add_ps(e, o), _mm256_set1_ps(_cvtsh_ss(qk_rd16(blk))), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+}
+
+QK_INLINE __m256 sx8_ps(const uint8_t *p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))); }
+
+QK_INLINE void rows_q8_0(const qk_matmul_args *a, size_t n0, const int R) {
+    const float *x = a->x;
+    const size_t nb = a->K / 32;
+    const uint8_t *wr[QK_A32_R];
+    __m256 acc[QK_A32_R];
+    for (int r = 0; r < R; r++) {
+        wr[r] = a->w->codes + (n0 + r) * a->w->row_bytes;
+        acc[r] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < nb; b++) {
+        const float *xb = x + 32 * b;
+        const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = wr[r] + b * QK_Q8_0_BYTES;
+            if ((b & 1) == 0) _mm_prefetch((const char *)blk + QK_A32_PF, _MM_HINT_T0);
+            __m256 e = _mm256_fmadd_ps(sx8_ps(blk + 10), x1, _mm256_mul_ps(sx8_ps(blk + 2), x0));
+            __m256 o = _mm256_fmadd_ps(sx8_ps(blk + 26), x3, _mm256_mul_ps(sx8_ps(blk + 18), x2));
+            acc[r] = _mm256_fmadd_ps(_mm256_add_ps(e, o), _mm256_set1_ps(_cvtsh_ss(qk_rd16(blk))), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+}
+
+/// y = W·x with f32 activations a->x (W4A32, W8A32), plain layout; writes
+/// a->y[0..N). Any N, any K and group size the format allows; no alignment.
+void qk_gemv_w4s_a32__avx2(const qk_matmul_args *a) { gemv_plain(a, F_W4S); }
+void qk_gemv_w4a_a32__avx2(const qk_matmul_args *a) { gemv_plain(a, F_W4A); }
+void qk_gemv_w8s_a32__avx2(const qk_matmul_args *a) { gemv_plain(a, F_W8S); }
+
+void qk_gemv_q4_0_a32__avx2(const qk_matmul_args *a) {
+    size_t n = 0;
+    for (; n + QK_A32_R <= a->N; n += QK_A32_R) rows_q4_0(a, n, QK_A32_R);
+    for (; n < a->N; n++) rows_q4_0(a, n, 1);
+}
+
+void qk_gemv_q8_0_a32__avx2(const qk_matmul_args *a) {
+    size_t n = 0;
+    for (; n + QK_A32_R <= a->N; n += QK_A32_R) rows_q8_0(a, n, QK_A32_R);
+    for (; n < a->N; n++) rows_q8_0(a, n, 1);
+}
