@@ -254,7 +254,7 @@ typedef struct crun {
     int ntimes;
     int64_t iterations;
     int done, failed;
-    double est_s;
+    double est_s, t_start;
 } crun;
 
 typedef struct bench_run {
@@ -276,6 +276,8 @@ typedef struct bench_run {
     int progress;
     double t0, est_total, est_done;
     size_t cases_done, cases_total;
+    double ratio[4096]; /* actual / estimated seconds of completed cases */
+    size_t nratio;
 } bench_run;
 
 static bench_run *g_run;
@@ -302,10 +304,22 @@ static void fmt_dur(char *out, size_t n, double s) {
     snprintf(out, n, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
 }
 
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Time left: the estimates of the cases still to run, scaled by the median
+ * actual/estimated ratio of the cases done so far. */
 static void progress(bench_run *b, const qkb_case *c) {
     if (!b->progress) return;
-    double el = qkb_seconds() - b->t0;
-    double scale = b->est_done > 0 && b->cases_done >= 3 ? el / b->est_done : 1;
+    double el = qkb_seconds() - b->t0, scale = 1;
+    if (b->nratio >= 3) {
+        double t[4096];
+        memcpy(t, b->ratio, b->nratio * sizeof *t);
+        qsort(t, b->nratio, sizeof *t, cmp_d);
+        scale = t[b->nratio / 2];
+    }
     double left = (b->est_total - b->est_done) * scale;
     char e[16], l[16];
     fmt_dur(e, sizeof e, el);
@@ -336,6 +350,7 @@ static void bench_fn(qkb_gb_state *st, void *arg) {
     if (b->current != c) {
         if (b->current) qkb_case_teardown(b->current);
         b->current = c;
+        b->cr[c - b->cases.v].t_start = qkb_seconds();
         progress(b, c);
     }
     if (qkb_case_setup(c, b->llc, err, sizeof err) || qkb_case_call(c, err, sizeof err)) {
@@ -405,6 +420,7 @@ static void on_run(const qkb_gb_run *run, void *ctx) {
     r->done = 1;
     b->cases_done++;
     b->est_done += r->est_s;
+    if (r->t_start > 0 && r->est_s > 0 && b->nratio < 4096) b->ratio[b->nratio++] = (qkb_seconds() - r->t_start) / r->est_s;
     qkb_row *rows = realloc(b->rows, (b->nrows + 1) * sizeof *rows);
     if (!rows) return;
     b->rows = rows;
@@ -569,7 +585,8 @@ int qkb_run_default(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     const qk_cpu_info *c = qk_cpu();
     const qk_topology *t = qk_topology_get();
-    printf("qkbench: %s, %d cores; tiers:", c->brand, qkb_ncores());
+    (void)c;
+    printf("qkbench: %s, %d cores; tiers:", qkb_cpu_brand(), qkb_ncores());
     for (int i = 0; i < QK_TIER_COUNT; i++)
         if (qk_tier_allowed((qk_tier)i)) printf(" %s", qk_tier_name((qk_tier)i));
     printf("\n");

@@ -26,9 +26,9 @@ typedef struct cfg {
 /* quick: under 3 minutes on a 2-core machine with the scalar reference included */
 static const cfg quick[] = {
     {QKB_QUANTIZE, 0, 0, 16, 4096, 0, 0, 0},
-    {QKB_QUANTIZE, 0, 0, 4096, 4096, 1, 1, 0},
+    {QKB_QUANTIZE, 0, 0, 1024, 4096, 1, 1, 0},
     {QKB_DEQUANTIZE, 0, 0, 16, 4096, 0, 0, 0},
-    {QKB_DEQUANTIZE, 0, 0, 4096, 4096, 1, 1, 0},
+    {QKB_DEQUANTIZE, 0, 0, 1024, 4096, 1, 1, 0},
     {QKB_ACTQUANT, 0, 1, 0, 4096, 0, 0, 0},
     {QKB_ACTQUANT, 0, 64, 0, 4096, 0, 1, 0},
     {QKB_PACK, 0, 0, 4096, 4096, 0, 1, 0},
@@ -331,12 +331,16 @@ int qkb_cases_build(qkb_cases *out, const qkb_plan_opts *o, char *err, size_t er
     }
     /* full: quantize/dequantize and actquant as in quick with every group; every preset for
      * packing and decode; prefill M = 16..512 on 4096x4096 */
-    for (size_t i = 0; i < 6; i++) {
-        const cfg *q = &quick[i];
+    static const cfg full_rows[] = {
+        {QKB_QUANTIZE, 0, 0, 16, 4096, 0, 0, 0},   {QKB_QUANTIZE, 0, 0, 4096, 4096, 1, 1, 0},
+        {QKB_DEQUANTIZE, 0, 0, 16, 4096, 0, 0, 0}, {QKB_DEQUANTIZE, 0, 0, 4096, 4096, 1, 1, 0},
+        {QKB_ACTQUANT, 0, 1, 0, 4096, 0, 0, 0},    {QKB_ACTQUANT, 0, 64, 0, 4096, 0, 1, 0},
+        {QKB_ACTQUANT, 0, 512, 0, 4096, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof full_rows / sizeof full_rows[0]; i++) {
+        const cfg *q = &full_rows[i];
         if ((!o->ops_mask || (o->ops_mask >> q->kind & 1)) && expand(&e, q)) return qkb_cases_free(out), -1;
     }
-    cfg a512 = {QKB_ACTQUANT, 0, 512, 0, 4096, 0, 0, 0};
-    if ((!o->ops_mask || (o->ops_mask >> QKB_ACTQUANT & 1)) && expand(&e, &a512)) return qkb_cases_free(out), -1;
     for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++) {
         cfg pk = {QKB_PACK, 0, 0, presets[p].N, presets[p].K, 0, p == 0, 0};
         cfg dec = {QKB_MATMUL, 0, 1, presets[p].N, presets[p].K, 1, p == 0, 1};
@@ -373,17 +377,33 @@ typedef struct wentry {
     qk_scale_type st;
     size_t N, K, g;
     qk_qmat w;
+    qk_qmat *copies; /* copies[0] is a view of w; the rest are owned copies (cold rotation) */
+    int ncopies;
     unsigned long long used;
 } wentry;
 
 static wentry wcache[2];
 static unsigned long long wclock;
 
+/* Inputs of quantize cases: `n` copies of the same random N×K block. */
+static struct {
+    float **x;
+    int n;
+    size_t elems;
+} xcache;
+
+static void free_entry(wentry *e) {
+    for (int i = 1; i < e->ncopies; i++) qk_qmat_free(&e->copies[i]);
+    free(e->copies);
+    if (e->valid) qk_qmat_free(&e->w);
+    memset(e, 0, sizeof *e);
+}
+
 void qkb_cases_release_cache(void) {
-    for (int i = 0; i < 2; i++) {
-        if (wcache[i].valid) qk_qmat_free(&wcache[i].w);
-        memset(&wcache[i], 0, sizeof wcache[i]);
-    }
+    for (int i = 0; i < 2; i++) free_entry(&wcache[i]);
+    for (int i = 0; i < xcache.n; i++) free(xcache.x[i]);
+    free(xcache.x);
+    memset(&xcache, 0, sizeof xcache);
 }
 
 /* Quantized random weights, made 256 rows at a time by the dispatcher's quantizer. */
@@ -394,8 +414,7 @@ static const qk_qmat *weights(qk_format f, qk_scale_type st, size_t N, size_t K,
             return &wcache[i].w;
         }
     wentry *e = wcache[0].used <= wcache[1].used ? &wcache[0] : &wcache[1];
-    if (e->valid) qk_qmat_free(&e->w);
-    memset(e, 0, sizeof *e);
+    free_entry(e);
     if (qk_qmat_alloc(&e->w, f, st, N, K, g) != QK_OK) {
         snprintf(err, errlen, "%s", qk_last_error());
         return NULL;
@@ -434,11 +453,54 @@ static int copy_qmat(qk_qmat *dst, const qk_qmat *src) {
     return 0;
 }
 
+/* n read-only copies of the cached weights (the first is the master itself). */
+static const qk_qmat *weight_copies(qk_format f, qk_scale_type st, size_t N, size_t K, size_t g, int n, char *err, size_t errlen) {
+    const qk_qmat *m = weights(f, st, N, K, g, err, errlen);
+    if (!m) return NULL;
+    wentry *e = wcache[0].valid && &wcache[0].w == m ? &wcache[0] : &wcache[1];
+    if (e->ncopies >= n) return e->copies;
+    qk_qmat *c = realloc(e->copies, (size_t)n * sizeof *c);
+    if (!c) return snprintf(err, errlen, "out of memory"), NULL;
+    e->copies = c;
+    if (e->ncopies == 0) {
+        c[0] = *m;
+        c[0].owned_ = NULL;
+        e->ncopies = 1;
+    }
+    for (; e->ncopies < n; e->ncopies++)
+        if (copy_qmat(&c[e->ncopies], m)) {
+            snprintf(err, errlen, "out of memory for weight copy %d of %zux%zu", e->ncopies, N, K);
+            return NULL;
+        }
+    return e->copies;
+}
+
+/* n copies of random N×K inputs, shared by consecutive quantize cases. */
+static float **input_copies(size_t elems, int n, char *err, size_t errlen) {
+    if (xcache.elems != elems) {
+        for (int i = 0; i < xcache.n; i++) free(xcache.x[i]);
+        free(xcache.x);
+        memset(&xcache, 0, sizeof xcache);
+        xcache.elems = elems;
+    }
+    if (xcache.n >= n) return xcache.x;
+    float **x = realloc(xcache.x, (size_t)n * sizeof *x);
+    if (!x) return snprintf(err, errlen, "out of memory"), NULL;
+    xcache.x = x;
+    for (; xcache.n < n; xcache.n++) {
+        if (!(x[xcache.n] = alloc_f32(elems))) return snprintf(err, errlen, "out of memory for %zu inputs", elems), NULL;
+        if (xcache.n == 0) fill_random(x[0], elems, 7);
+        else memcpy(x[xcache.n], x[0], elems * sizeof(float));
+    }
+    return xcache.x;
+}
+
 /* ---- buffers and calls ---- */
 
 struct qkb_res {
     int ncopies, next;
     float **x, **y;        /* inputs / outputs per copy (or one) */
+    float **xin;           /* quantize: inputs per copy (owned by the input cache) */
     qk_qmat *w;            /* per copy */
     qk_qact *a;            /* per copy */
     qk_matmul_plan *plan;  /* per copy */
@@ -459,7 +521,7 @@ void qkb_case_teardown(qkb_case *c) {
         if (r->have_w && r->have_w[i]) qk_qmat_free(&r->w[i]);
         if (r->have_a && r->have_a[i]) qk_qact_free(&r->a[i]);
     }
-    free(r->x), free(r->y), free(r->w), free(r->a), free(r->plan);
+    free(r->x), free(r->xin), free(r->y), free(r->w), free(r->a), free(r->plan);
     free(r->have_w), free(r->have_a), free(r->have_plan);
     qkb_pool_destroy(r->pool);
     free(r);
@@ -490,6 +552,7 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
     }
     r->ncopies = n;
     r->x = calloc((size_t)n, sizeof *r->x);
+    r->xin = calloc((size_t)n, sizeof *r->xin);
     r->y = calloc((size_t)n, sizeof *r->y);
     r->w = calloc((size_t)n, sizeof *r->w);
     r->a = calloc((size_t)n, sizeof *r->a);
@@ -497,7 +560,7 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
     r->have_w = calloc((size_t)n, sizeof(int));
     r->have_a = calloc((size_t)n, sizeof(int));
     r->have_plan = calloc((size_t)n, sizeof(int));
-    if (!r->x || !r->y || !r->w || !r->a || !r->plan || !r->have_w || !r->have_a || !r->have_plan) FAIL("out of memory");
+    if (!r->x || !r->xin || !r->y || !r->w || !r->a || !r->plan || !r->have_w || !r->have_a || !r->have_plan) FAIL("out of memory");
     if (c->threads > 1) {
         r->pool = qkb_pool_create(c->threads, err, errlen);
         if (!r->pool) {
@@ -509,25 +572,30 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
     }
     size_t K = c->K;
     switch (c->kind) {
-    case QKB_QUANTIZE:
+    case QKB_QUANTIZE: {
+        float **x = input_copies(c->N * K, n, err, errlen);
+        if (!x) {
+            qkb_case_teardown(c);
+            return -1;
+        }
         for (int i = 0; i < n; i++) {
-            if (!(r->x[i] = alloc_f32(c->N * K))) FAIL("out of memory for %zux%zu inputs", c->N, K);
-            fill_random(r->x[i], c->N * K, 7 + (uint64_t)i);
+            r->xin[i] = x[i];
             if (qk_qmat_alloc(&r->w[i], c->format, c->st, c->N, K, c->group) != QK_OK) FAIL("%s", qk_last_error());
             r->have_w[i] = 1;
         }
         break;
+    }
     case QKB_DEQUANTIZE:
     case QKB_PACK:
     case QKB_MATMUL: {
-        const qk_qmat *m = weights(c->format, c->st, c->N, K, c->group, err, errlen);
+        const qk_qmat *m = weight_copies(c->format, c->st, c->N, K, c->group, n, err, errlen);
         if (!m) {
             qkb_case_teardown(c);
             return -1;
         }
         for (int i = 0; i < n; i++) {
-            if (copy_qmat(&r->w[i], m)) FAIL("out of memory for weight copy %d: %s", i, qk_last_error());
-            r->have_w[i] = 1;
+            r->w[i] = m[i]; /* a view: the cache owns the storage */
+            r->w[i].owned_ = NULL;
             if (c->kind == QKB_DEQUANTIZE) {
                 if (!(r->y[i] = alloc_f32(c->N * K))) FAIL("out of memory for %zux%zu outputs", c->N, K);
                 memset(r->y[i], 0, c->N * K * sizeof(float));
@@ -593,7 +661,7 @@ static void task(void *ctx, int tid, int nt) {
         qkb_split(c->N, 1, tid, nt, &lo, &hi);
         if (lo == hi) return;
         qk_qmat v = qk_qmat_rows(&r->w[i], lo, hi);
-        set_err(r, qk_quantize_with(c->kernel, r->x[i] + lo * c->K, c->K, &v));
+        set_err(r, qk_quantize_with(c->kernel, r->xin[i] + lo * c->K, c->K, &v));
         break;
     }
     case QKB_DEQUANTIZE: {
@@ -627,7 +695,7 @@ int qkb_case_call(qkb_case *c, char *err, size_t errlen) {
     qk_status s = QK_OK;
     if (!r->pool) {
         switch (c->kind) {
-        case QKB_QUANTIZE: s = qk_quantize_with(c->kernel, r->x[i], c->K, &r->w[i]); break;
+        case QKB_QUANTIZE: s = qk_quantize_with(c->kernel, r->xin[i], c->K, &r->w[i]); break;
         case QKB_DEQUANTIZE: s = qk_dequantize_with(c->kernel, &r->w[i], r->y[i], c->K); break;
         case QKB_ACTQUANT: s = qk_actquant_with(c->kernel, r->x[i], c->K, &r->a[i]); break;
         case QKB_PACK: s = qk_matmul_repack(&r->plan[i]); break;

@@ -321,7 +321,7 @@ int qkb_probe_measure(qkb_limits *l, int progress) {
     double t0 = qkb_seconds();
     l->version = QKB_PROBE_VERSION;
     l->ncores = qkb_ncores();
-    snprintf(l->cpu, sizeof l->cpu, "%s", qk_cpu()->brand);
+    snprintf(l->cpu, sizeof l->cpu, "%s", qkb_cpu_brand());
     qkb_now(NULL, 0, l->date, sizeof l->date);
     l->npoints = sweep_sizes(l->size, SWEEP_MAX);
     if (sweep(l, 1, l->bw1, progress)) return -1;
@@ -459,7 +459,7 @@ const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache) {
         qkj *root = qkj_parse_file(path, err, sizeof err);
         qkb_limits l;
         if (root && qkb_limits_from_json(qkj_get(root, "probe"), &l) == 0 && l.version == QKB_PROBE_VERSION &&
-            !strcmp(l.cpu, qk_cpu()->brand) && l.ncores == qkb_ncores()) {
+            !strcmp(l.cpu, qkb_cpu_brand()) && l.ncores == qkb_ncores()) {
             qkj_free(root);
             cached = l;
             if (from_cache) *from_cache = 1;

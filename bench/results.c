@@ -56,6 +56,21 @@ const char *qkb_machine_name(void) {
     return machine;
 }
 
+static char brand[64];
+static pthread_once_t brand_once = PTHREAD_ONCE_INIT;
+
+static void make_brand(void) {
+    const char *b = qk_cpu()->brand;
+    while (*b == ' ') b++;
+    snprintf(brand, sizeof brand, "%s", *b ? b : "unknown CPU");
+    for (size_t k = strlen(brand); k && brand[k - 1] == ' '; k--) brand[k - 1] = 0;
+}
+
+const char *qkb_cpu_brand(void) {
+    pthread_once(&brand_once, make_brand);
+    return brand;
+}
+
 static char commit[64];
 static pthread_once_t commit_once = PTHREAD_ONCE_INIT;
 

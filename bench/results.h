@@ -12,6 +12,8 @@ const char *qkb_results_root(void);
 void qkb_set_results_root(const char *dir);
 /// Machine name: $QK_MACHINE, else a slug of the CPU brand and core count ("oxide-virtual-turin-like-2c").
 const char *qkb_machine_name(void);
+/// The CPU's brand string without its padding ("unknown CPU" if none).
+const char *qkb_cpu_brand(void);
 /// Short commit of the source tree, "-dirty" when tracked files changed; "nogit" outside git.
 const char *qkb_commit(void);
 /// Local time as "YYYYMMDD-HHMMSS" (for folder names) and ISO 8601 (for files).

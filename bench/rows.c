@@ -282,6 +282,7 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
                 hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]);
     }
     char *done = calloc(n ? n : 1, 1);
+    int over = 0;
     for (size_t i = 0; i < n; i++) {
         if (!rows[i].headline || done[i]) continue;
         size_t best = i;
@@ -297,7 +298,8 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
         fmt_time(t, sizeof t, r->median_s);
         fmt_rate(rate, sizeof rate, r);
         fmt_shape(shape, sizeof shape, r);
-        snprintf(roof, sizeof roof, "%.1f%% %s", 100 * r->roofline, r->level);
+        snprintf(roof, sizeof roof, "%.1f%%%s %s", 100 * r->roofline, r->roofline > 1.05 ? "!" : "", r->level);
+        over |= r->roofline > 1.05;
         if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2fx", r->speedup);
         else snprintf(sp, sizeof sp, "-");
         snprintf(g, sizeof g, "%zu", r->group);
@@ -310,6 +312,9 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
                     r->cache, r->kernel, t, rate, roof, sp);
     }
     free(done);
+    if (over)
+        fprintf(f, "%s! above 100%%: the probe underestimated that limit (measured while the machine was busy?): "
+                   "qkbench probe --reprobe on a quiet machine\n", md ? "\n" : "");
 }
 
 int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *l, const qkb_row *rows, size_t n,
@@ -323,7 +328,7 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     fprintf(f, "- date: %s, commit `%s`, suite `%s`%s\n", m->date, m->commit, m->suite,
             m->interrupted ? " — **interrupted**: the rows below are the ones that completed" : "");
     fprintf(f, "- command: `%s`\n", m->command);
-    fprintf(f, "- CPU: %s (%s); tier cap %s\n", c->brand, c->vendor, qk_tier_name(qk_tier_cap()));
+    fprintf(f, "- CPU: %s (%s); tier cap %s\n", qkb_cpu_brand(), c->vendor, qk_tier_name(qk_tier_cap()));
     fprintf(f, "- files: `machine.json` (CPU, features, topology, build, probe, dispatch), `results.json` / `results.csv` "
                "(every row), `gbench.json` (Google Benchmark's own output)\n\n");
     if (l && l->ok) {
