@@ -538,6 +538,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     qkb_gb_run_all(b.save ? gbtmp : NULL, on_run, &b);
     if (b.current) qkb_case_teardown(b.current);
     qkb_cases_release_cache();
+    qkb_unpin_self();
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (b.progress) fprintf(stderr, "\r\033[K");

@@ -36,14 +36,27 @@ static hwloc_obj_t core_obj(int core) {
     return hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)(core % n));
 }
 
+static hwloc_cpuset_t original;
+
 int qkb_pin_self(int core) {
     hwloc_obj_t c = core_obj(core);
     if (!c || !c->cpuset) return -1;
+    if (!original) {
+        original = hwloc_bitmap_alloc();
+        if (original && hwloc_get_cpubind(get_topo(), original, HWLOC_CPUBIND_THREAD) != 0) {
+            hwloc_bitmap_free(original);
+            original = NULL;
+        }
+    }
     hwloc_cpuset_t set = hwloc_bitmap_dup(c->cpuset);
     hwloc_bitmap_singlify(set);
     int r = hwloc_set_cpubind(get_topo(), set, HWLOC_CPUBIND_THREAD);
     hwloc_bitmap_free(set);
     return r;
+}
+
+void qkb_unpin_self(void) {
+    if (original && get_topo()) hwloc_set_cpubind(get_topo(), original, HWLOC_CPUBIND_THREAD);
 }
 
 void qkb_bind_local(void *p, size_t bytes, int core) {

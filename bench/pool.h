@@ -12,7 +12,11 @@ typedef struct qkb_pool qkb_pool;
 /// Cores hwloc reports (1 if it reports none).
 int qkb_ncores(void);
 /// Pin the calling thread to core `core` (mod the core count). 0 on success.
+/// The first call remembers the thread's binding before it.
 int qkb_pin_self(int core);
+/// Give the calling thread back the binding it had before qkb_pin_self (threads
+/// it creates afterwards inherit that, not one core).
+void qkb_unpin_self(void);
 /// Bind [p, p+bytes) to the NUMA node of `core` (no-op on one node).
 void qkb_bind_local(void *p, size_t bytes, int core);
 

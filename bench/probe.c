@@ -324,14 +324,16 @@ int qkb_probe_measure(qkb_limits *l, int progress) {
     snprintf(l->cpu, sizeof l->cpu, "%s", qkb_cpu_brand());
     qkb_now(NULL, 0, l->date, sizeof l->date);
     l->npoints = sweep_sizes(l->size, SWEEP_MAX);
-    if (sweep(l, 1, l->bw1, progress)) return -1;
+    if (sweep(l, 1, l->bw1, progress)) return qkb_unpin_self(), -1;
     if (l->ncores > 1) {
-        if (sweep(l, l->ncores, l->bwall, progress)) return -1;
+        if (sweep(l, l->ncores, l->bwall, progress)) return qkb_unpin_self(), -1;
     } else {
         memcpy(l->bwall, l->bw1, sizeof l->bw1);
     }
     find_levels(l);
-    if (measure_peaks(l, progress)) return -1;
+    int rc = measure_peaks(l, progress);
+    qkb_unpin_self();
+    if (rc) return -1;
     l->seconds = qkb_seconds() - t0;
     l->ok = 1;
     return 0;

@@ -33,7 +33,7 @@ static const command commands[] = {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: qkbench [--isa TIER] <command> [options]\n"
-               "       qkbench            the default run (for now: info)\n\n"
+               "       qkbench            the default run: info, probe, quick bench, accuracy summary -> results/\n\n"
                "commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-9s %s%s\n", commands[i].name, commands[i].summary, commands[i].run ? "" : " [not available yet]");
@@ -145,7 +145,7 @@ int qk_cmd_info(int argc, char **argv) {
     return 0;
 }
 
-/* Replaced by the full default suite (info, probe, quick bench, accuracy summary) as those land. */
+/* The default run (bench/bench.c): info, probe, the quick suite, the accuracy summary. */
 int qk_cmd_default(int argc, char **argv) { return qkb_run_default(argc, argv); }
 
 int main(int argc, char **argv) {
