@@ -1,0 +1,294 @@
+/// Integer-mode gemm bodies (any M) with packed weights, shared by the avx2
+/// tier and the avxvnni tier (which includes this file with QK_GEMM_VNNI).
+///
+/// Register tile: QK_GEMM_MR = 4 rows of X by QK_GEMM_NR = 16 rows of W (two
+/// ymm of 8 outputs); int32 sums per group, then one conversion and one scale
+/// per group into f32 sums kept in a small stack tile.
+///
+/// Packed layout (pack() from the plain layout): tiles of 16 weight rows, tile
+/// t at byte t·tile_bytes (packed_offset(n0) = n0/16·tile_bytes); the last tile
+/// is padded with zero rows. A tile holds its codes in k-quads (4 consecutive
+/// k), then f32 scales [K/g][16], then (w4a) f32 offsets [K/g][16]:
+///  - U4Q (4-bit, W4A8/W4A4/q4_0·q8_0): 32 bytes per quad; dword i holds the
+///    unsigned codes c (w4s and q4_0: q+8) of k..k+3 of row i in its low
+///    nibbles and of row i+8 in its high nibbles. Dots take c as the unsigned
+///    operand against the signed activations; w4s/q4_0 subtract 8·Σa per group
+///    in int32 (Σa from the activation quantizer). vpmaddubsw pairs are at most
+///    2·15·127, and eight of them still fit int16 (avx2 sums eight quads in
+///    int16 before widening).
+///  - S8Q (8-bit, avxvnni): 64 bytes per quad, dword i of the first (second)
+///    32 bytes = codes of k..k+3 of row i (i+8) as u8 = q + 128; the dot of a
+///    group is Σ (q+128)·a − 128·Σa.
+///  - S8T (8-bit, avx2): 64 bytes per quad = four pieces of 16 int8, widened to
+///    int16 by vpmovsxbw: (q_k, q_k+2) and (q_k+1, q_k+3) of rows 0-7, then of
+///    rows 8-15, each pair against the activation pairs (a_k, a_k+2),
+///    (a_k+1, a_k+3) that two shifts make from one broadcast dword (vpmaddwd:
+///    int16 products, no saturation).
+/// A K that is not a multiple of 4 (g = K) pads the last quad with zero
+/// weights (u8 128 in S8Q) and zero activations.
+///
+/// Groups longer than QK_GEMM_CHUNK values are summed in pieces, each converted
+/// with the group's scale; a piece's offset correction then uses its own Σa.
+#ifndef QK_GEMM_INT_IMPL_H
+#define QK_GEMM_INT_IMPL_H
+
+#include "x86/avx2/avx2_common.h"
+
+#define QK_GEMM_MR 4
+#define QK_GEMM_NR 16
+#define QK_GEMM_CHUNK ((size_t)16384)
+#define QK_GINLINE static inline __attribute__((always_inline))
+
+typedef enum { GL_U4Q, GL_S8Q, GL_S8T } gemm_layout;
+
+/* ---- geometry ---- */
+
+QK_GINLINE size_t gemm_quads(size_t K) { return (K + 3) / 4; }
+QK_GINLINE size_t gemm_code_bytes(gemm_layout L, size_t K) { return gemm_quads(K) * (L == GL_U4Q ? 32 : 64); }
+QK_GINLINE size_t gemm_tile_bytes(const qk_qmat *w, gemm_layout L) {
+    size_t ng = w->cols / w->group;
+    return gemm_code_bytes(L, w->cols) + ng * QK_GEMM_NR * sizeof(float) * (w->format == QK_W4A ? 2 : 1);
+}
+QK_GINLINE size_t gemm_pack_size(const qk_qmat *w, gemm_layout L) {
+    return (w->rows + QK_GEMM_NR - 1) / QK_GEMM_NR * gemm_tile_bytes(w, L);
+}
+QK_GINLINE size_t gemm_packed_offset(const qk_qmat *w, gemm_layout L, size_t n0) { return n0 / QK_GEMM_NR * gemm_tile_bytes(w, L); }
+
+/* ---- packing ---- */
+
+/* Codes k0..k0+255 (or fewer) of row n as int8: the unsigned 4-bit code c for
+ * U4Q, the signed code q otherwise; zero beyond K. */
+static void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t cnt, int8_t *out) {
+    const uint8_t *row = w->codes + n * w->row_bytes;
+    for (size_t i = 0; i < cnt; i++) {
+        size_t k = k0 + i;
+        int c;
+        switch (w->format) {
+        case QK_W4S:
+        case QK_W4A: c = (row[k / 2] >> (4 * (k & 1))) & 15; break;
+        case QK_W8S: c = (int8_t)row[k]; break;
+        case QK_Q4_0: {
+            const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
+            size_t j = k % 32;
+            c = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+            break;
+        }
+        default: c = (int8_t)row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32]; break;
+        }
+        out[i] = (int8_t)c;
+    }
+}
+
+static float gemm_scale_of(const qk_qmat *w, size_t n, size_t j) {
+    if (w->format == QK_Q4_0) return qk_h2f(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q4_0_BYTES));
+    if (w->format == QK_Q8_0) return qk_h2f(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q8_0_BYTES));
+    return qk_load_scale(w->scales, n * (w->cols / w->group) + j, w->scale_type);
+}
+
+static void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
+    const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, nq = gemm_quads(K);
+    const size_t tb = gemm_tile_bytes(w, L), cb = gemm_code_bytes(L, K);
+    enum { KC = 256 };
+    int8_t c[QK_GEMM_NR][KC];
+    for (size_t t = 0; t * QK_GEMM_NR < N; t++) {
+        uint8_t *tile = (uint8_t *)packed + t * tb;
+        const size_t rows = N - t * QK_GEMM_NR < QK_GEMM_NR ? N - t * QK_GEMM_NR : QK_GEMM_NR;
+        for (size_t k0 = 0; k0 < nq * 4; k0 += KC) {
+            const size_t cnt = nq * 4 - k0 < KC ? nq * 4 - k0 : KC, real = K > k0 ? (K - k0 < cnt ? K - k0 : cnt) : 0;
+            for (size_t i = 0; i < QK_GEMM_NR; i++) {
+                memset(c[i], 0, cnt);
+                if (i < rows) gemm_row_codes(w, t * QK_GEMM_NR + i, k0, real, c[i]);
+            }
+            for (size_t q = 0; q < cnt / 4; q++) {
+                uint8_t *dst = tile + (k0 / 4 + q) * (L == GL_U4Q ? 32 : 64);
+                for (size_t i = 0; i < 8; i++)
+                    for (size_t e = 0; e < 4; e++) {
+                        const int8_t lo = c[i][4 * q + e], hi = c[i + 8][4 * q + e];
+                        if (L == GL_U4Q) dst[4 * i + e] = (uint8_t)(lo | hi << 4);
+                        else if (L == GL_S8Q) {
+                            dst[4 * i + e] = (uint8_t)(lo ^ 0x80);
+                            dst[32 + 4 * i + e] = (uint8_t)(hi ^ 0x80);
+                        } else { /* S8T: e = 0,2 -> pair A, e = 1,3 -> pair B */
+                            const size_t pos = (e & 1) * 16 + 2 * i + (e >> 1);
+                            dst[pos] = (uint8_t)lo;
+                            dst[32 + pos] = (uint8_t)hi;
+                        }
+                    }
+            }
+        }
+        float *sc = (float *)(tile + cb), *mn = sc + ng * QK_GEMM_NR;
+        for (size_t j = 0; j < ng; j++)
+            for (size_t i = 0; i < QK_GEMM_NR; i++) {
+                const size_t n = t * QK_GEMM_NR + i;
+                sc[j * QK_GEMM_NR + i] = i < rows ? gemm_scale_of(w, n, j) : 0.0f;
+                if (w->format == QK_W4A) mn[j * QK_GEMM_NR + i] = i < rows ? qk_load_scale(w->mins, n * ng + j, w->scale_type) : 0.0f;
+            }
+    }
+}
+
+/* ---- microkernels ---- */
+
+/* Activation codes k..k+3 of one row as a broadcast dword (zeros beyond K). */
+QK_GINLINE __m256i bcast_quad(const int8_t *a, size_t k, size_t K) {
+    int32_t v = 0;
+    if (k + 4 <= K) memcpy(&v, a + k, 4);
+    else memcpy(&v, a + k, K - k);
+    return _mm256_set1_epi32(v);
+}
+
+/* Σ of n int8 codes. */
+QK_GINLINE int32_t sum_codes(const int8_t *a, size_t n) {
+    __m256i s = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)(a + i))),
+                                                  _mm256_set1_epi16(1)));
+    int32_t r = qk_avx2_hsum_epi32(s);
+    for (; i < n; i++) r += a[i];
+    return r;
+}
+
+/* One piece [k0, k1) of group j for rows m0..m0+R-1 and one tile: int32 sums
+ * per row and 8-column half, added into acc (which the caller initialized). */
+QK_GINLINE void micro_piece(gemm_layout L, const uint8_t *codes, const qk_qact *xq, size_t m0, const int R, size_t k0, size_t k1,
+                            __m256i acc[QK_GEMM_MR][2]) {
+    const size_t K = xq->cols;
+    const int8_t *a[QK_GEMM_MR];
+    for (int m = 0; m < R; m++) a[m] = xq->codes + (m0 + m) * K;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    size_t k = k0;
+    if (L == GL_U4Q) {
+#ifdef QK_GEMM_VNNI
+        for (; k < k1; k += 4) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
+            const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            for (int m = 0; m < R; m++) {
+                const __m256i b = bcast_quad(a[m], k, K);
+                acc[m][0] = _mm256_dpbusd_avx_epi32(acc[m][0], lo, b);
+                acc[m][1] = _mm256_dpbusd_avx_epi32(acc[m][1], hi, b);
+            }
+        }
+#else
+        const __m256i ones = _mm256_set1_epi16(1);
+        while (k < k1) { /* up to eight quads in int16 (8·2·15·127 < 32768) */
+            const size_t ke = k1 - k > 32 ? k + 32 : k1;
+            __m256i p[QK_GEMM_MR][2];
+            for (int m = 0; m < R; m++) p[m][0] = p[m][1] = _mm256_setzero_si256();
+            for (; k < ke; k += 4) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
+                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                for (int m = 0; m < R; m++) {
+                    const __m256i b = bcast_quad(a[m], k, K);
+                    p[m][0] = _mm256_add_epi16(p[m][0], _mm256_maddubs_epi16(lo, b));
+                    p[m][1] = _mm256_add_epi16(p[m][1], _mm256_maddubs_epi16(hi, b));
+                }
+            }
+            for (int m = 0; m < R; m++) {
+                acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(p[m][0], ones));
+                acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(p[m][1], ones));
+            }
+        }
+#endif
+    } else if (L == GL_S8Q) {
+#ifdef QK_GEMM_VNNI
+        for (; k < k1; k += 4) {
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(codes + k * 16));
+            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(codes + k * 16 + 32));
+            for (int m = 0; m < R; m++) {
+                const __m256i b = bcast_quad(a[m], k, K);
+                acc[m][0] = _mm256_dpbusd_avx_epi32(acc[m][0], w0, b);
+                acc[m][1] = _mm256_dpbusd_avx_epi32(acc[m][1], w1, b);
+            }
+        }
+#endif
+    } else { /* GL_S8T */
+        for (; k < k1; k += 4) {
+            const uint8_t *c = codes + k * 16;
+            const __m256i wa0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)c));
+            const __m256i wb0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 16)));
+            const __m256i wa1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 32)));
+            const __m256i wb1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 48)));
+            for (int m = 0; m < R; m++) {
+                const __m256i b = bcast_quad(a[m], k, K);
+                const __m256i pa = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8); /* (a_k, a_k+2) */
+                const __m256i pb = _mm256_srai_epi16(b, 8);                       /* (a_k+1, a_k+3) */
+                acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_add_epi32(_mm256_madd_epi16(wa0, pa), _mm256_madd_epi16(wb0, pb)));
+                acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_add_epi32(_mm256_madd_epi16(wa1, pa), _mm256_madd_epi16(wb1, pb)));
+            }
+        }
+    }
+}
+
+/* Rows m0..m0+R-1 of Y for one tile (ncols <= 16 valid columns). `off` is the
+ * offset the unsigned weight operand carries (8 for w4s/q4_0, 128 for S8Q, 0). */
+QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t *tile, size_t tile_n0, size_t ncols, size_t m0,
+                           const int R, const int off, const int w4a) {
+    const qk_qact *xq = a->xq;
+    const size_t K = a->K, g = a->group, ng = K / g;
+    const float *sc = (const float *)(tile + gemm_code_bytes(L, K)), *mn = sc + ng * QK_GEMM_NR;
+    float yt[QK_GEMM_MR][QK_GEMM_NR];
+    __m256 y0[QK_GEMM_MR], y1[QK_GEMM_MR];
+    for (int m = 0; m < R; m++) y0[m] = y1[m] = _mm256_setzero_ps();
+    for (size_t j = 0; j < ng; j++) {
+        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
+        for (size_t p0 = j * g, end = p0 + g; p0 < end;) {
+            const size_t p1 = end - p0 > QK_GEMM_CHUNK ? p0 + QK_GEMM_CHUNK : end;
+            __m256i acc[QK_GEMM_MR][2];
+            for (int m = 0; m < R; m++) {
+                int32_t sa_sum = 0;
+                if (off) sa_sum = p1 - p0 == g ? xq->sums[(m0 + m) * ng + j] : sum_codes(xq->codes + (m0 + m) * K + p0, p1 - p0);
+                acc[m][0] = acc[m][1] = _mm256_set1_epi32(-off * sa_sum);
+            }
+            micro_piece(L, tile, xq, m0, R, p0, p1, acc);
+            for (int m = 0; m < R; m++) {
+                const float sa = xq->scales[(m0 + m) * ng + j];
+                const __m256 vsa = _mm256_set1_ps(sa);
+                y0[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][0]), _mm256_mul_ps(s0, vsa), y0[m]);
+                y1[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][1]), _mm256_mul_ps(s1, vsa), y1[m]);
+            }
+            p0 = p1;
+        }
+        if (w4a)
+            for (int m = 0; m < R; m++) {
+                const __m256 t = _mm256_set1_ps(xq->scales[(m0 + m) * ng + j] * (float)xq->sums[(m0 + m) * ng + j]);
+                y0[m] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + j * QK_GEMM_NR), t, y0[m]);
+                y1[m] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + j * QK_GEMM_NR + 8), t, y1[m]);
+            }
+    }
+    for (int m = 0; m < R; m++) {
+        float *yr = a->y + (m0 + m) * a->ldy + tile_n0;
+        if (ncols == QK_GEMM_NR) {
+            _mm256_storeu_ps(yr, y0[m]);
+            _mm256_storeu_ps(yr + 8, y1[m]);
+        } else {
+            _mm256_storeu_ps(yt[m], y0[m]);
+            _mm256_storeu_ps(yt[m] + 8, y1[m]);
+            memcpy(yr, yt[m], ncols * sizeof(float));
+        }
+    }
+}
+
+QK_GINLINE void gemm_int_run(gemm_layout L, const qk_matmul_args *a, const int off, const int w4a) {
+    const size_t tb = gemm_tile_bytes(a->w, L);
+    for (size_t n0 = 0; n0 < a->N; n0 += QK_GEMM_NR) {
+        const uint8_t *tile = (const uint8_t *)a->wp + n0 / QK_GEMM_NR * tb;
+        const size_t ncols = a->N - n0 < QK_GEMM_NR ? a->N - n0 : QK_GEMM_NR;
+        size_t m0 = 0;
+        for (; m0 + QK_GEMM_MR <= a->M; m0 += QK_GEMM_MR) micro_tile(L, a, tile, n0, ncols, m0, QK_GEMM_MR, off, w4a);
+        switch (a->M - m0) {
+        case 3: micro_tile(L, a, tile, n0, ncols, m0, 3, off, w4a); break;
+        case 2: micro_tile(L, a, tile, n0, ncols, m0, 2, off, w4a); break;
+        case 1: micro_tile(L, a, tile, n0, ncols, m0, 1, off, w4a); break;
+        default: break;
+        }
+    }
+}
+
+/* Defines the four functions of one packed gemm variant. */
+#define QK_GEMM_INT_VARIANT(stem, L, off, w4a)                                                                     \
+    size_t stem##_pack_size(const qk_qmat *w) { return gemm_pack_size(w, L); }                                    \
+    void stem##_pack(const qk_qmat *w, void *packed) { gemm_pack(w, packed, L); }                                 \
+    size_t stem##_packed_offset(const qk_qmat *w, size_t n0) { return gemm_packed_offset(w, L, n0); }             \
+    void stem(const qk_matmul_args *a) { gemm_int_run(L, a, off, w4a); }
+
+#endif
