@@ -58,7 +58,7 @@ QK_GINLINE size_t gemm_packed_offset(const qk_qmat *w, gemm_layout L, size_t n0)
 
 /* Codes k0..k0+255 (or fewer) of row n as int8: the unsigned 4-bit code c for
  * U4Q, the signed code q otherwise; zero beyond K. */
-static void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t cnt, int8_t *out) {
+static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t cnt, int8_t *out) {
     const uint8_t *row = w->codes + n * w->row_bytes;
     for (size_t i = 0; i < cnt; i++) {
         size_t k = k0 + i;
@@ -79,13 +79,13 @@ static void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t cnt, in
     }
 }
 
-static float gemm_scale_of(const qk_qmat *w, size_t n, size_t j) {
+static inline float gemm_scale_of(const qk_qmat *w, size_t n, size_t j) {
     if (w->format == QK_Q4_0) return qk_h2f(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q4_0_BYTES));
     if (w->format == QK_Q8_0) return qk_h2f(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q8_0_BYTES));
     return qk_load_scale(w->scales, n * (w->cols / w->group) + j, w->scale_type);
 }
 
-static void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
+static inline void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
     const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, nq = gemm_quads(K);
     const size_t tb = gemm_tile_bytes(w, L), cb = gemm_code_bytes(L, K);
     enum { KC = 256 };

@@ -1,0 +1,142 @@
+/* gemm (any M) with f32 activations (W4A32: w4s, w4a, q4_0; W8A32: w8s,
+ * q8_0), AVX2 + FMA: 4x16 register tiles on packed weights.
+ *
+ * Packed layout: tiles of 16 weight rows (tile t at t·tile_bytes; the last
+ * one padded with zero rows), each holding its codes k by k, then per group
+ * two f32 vectors [K/g][2][16] S and B such that ŵ = fma(c, S, B):
+ *  - U4K (4-bit): 8 bytes per k; byte i holds the unsigned code c of row i
+ *    in its low nibble and of row i+8 in its high nibble. w4s and q4_0:
+ *    S = s, B = −8·s (so ŵ = s·(c − 8), rounded once); w4a: S = d, B = m.
+ *  - S8K (8-bit): 16 int8 codes per k (rows 0-15); S = s, B = 0.
+ * In the loop, sixteen weights of one k become f32 with one scale FMA and are
+ * used by four rows of X (eight FMAs). */
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "this file needs the avx2 tier's flags"
+#endif
+#include "x86/avx2/gemm_int_impl.h"
+
+#define A32_MR 4
+#define A32_NR 16
+
+QK_GINLINE size_t a32_code_bytes(const qk_qmat *w) {
+    return w->cols * (w->format == QK_W8S || w->format == QK_Q8_0 ? A32_NR : A32_NR / 2);
+}
+QK_GINLINE size_t a32_tile_bytes(const qk_qmat *w) { return a32_code_bytes(w) + w->cols / w->group * 2 * A32_NR * sizeof(float); }
+
+static size_t a32_pack_size(const qk_qmat *w) { return (w->rows + A32_NR - 1) / A32_NR * a32_tile_bytes(w); }
+static size_t a32_packed_offset(const qk_qmat *w, size_t n0) { return n0 / A32_NR * a32_tile_bytes(w); }
+
+static void a32_pack(const qk_qmat *w, void *packed) {
+    const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, tb = a32_tile_bytes(w), cb = a32_code_bytes(w);
+    const int eight = w->format == QK_W8S || w->format == QK_Q8_0;
+    enum { KC = 256 };
+    int8_t c[A32_NR][KC];
+    for (size_t t = 0; t * A32_NR < N; t++) {
+        uint8_t *tile = (uint8_t *)packed + t * tb;
+        const size_t rows = N - t * A32_NR < A32_NR ? N - t * A32_NR : A32_NR;
+        for (size_t k0 = 0; k0 < K; k0 += KC) {
+            const size_t cnt = K - k0 < KC ? K - k0 : KC;
+            for (size_t i = 0; i < A32_NR; i++) {
+                memset(c[i], 0, cnt);
+                if (i < rows) gemm_row_codes(w, t * A32_NR + i, k0, cnt, c[i]);
+            }
+            for (size_t e = 0; e < cnt; e++) {
+                if (eight) {
+                    for (size_t i = 0; i < A32_NR; i++) tile[(k0 + e) * A32_NR + i] = (uint8_t)c[i][e];
+                } else {
+                    for (size_t i = 0; i < 8; i++) tile[(k0 + e) * 8 + i] = (uint8_t)(c[i][e] | c[i + 8][e] << 4);
+                }
+            }
+        }
+        float *sb = (float *)(tile + cb);
+        for (size_t j = 0; j < ng; j++)
+            for (size_t i = 0; i < A32_NR; i++) {
+                const size_t n = t * A32_NR + i;
+                float s = 0.0f, b = 0.0f;
+                if (i < rows) {
+                    s = gemm_scale_of(w, n, j);
+                    if (w->format == QK_W4A) b = qk_load_scale(w->mins, n * ng + j, w->scale_type);
+                    else if (!eight) b = -8.0f * s;
+                }
+                sb[(2 * j) * A32_NR + i] = s;
+                sb[(2 * j + 1) * A32_NR + i] = b;
+            }
+    }
+}
+
+/* Rows m0..m0+R-1 of Y for one tile. */
+QK_GINLINE void a32_tile(const qk_matmul_args *a, const uint8_t *tile, size_t n0, size_t ncols, size_t m0, const int R, const int eight) {
+    const size_t K = a->K, g = a->group, ng = K / g;
+    const float *sb = (const float *)(tile + a32_code_bytes(a->w));
+    const float *x[A32_MR];
+    __m256 y0[A32_MR], y1[A32_MR];
+    for (int m = 0; m < R; m++) {
+        x[m] = a->x + (m0 + m) * a->ldx;
+        y0[m] = y1[m] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi32(15);
+    for (size_t j = 0; j < ng; j++) {
+        const __m256 s0 = _mm256_loadu_ps(sb + 2 * j * A32_NR), s1 = _mm256_loadu_ps(sb + 2 * j * A32_NR + 8);
+        const __m256 b0 = _mm256_loadu_ps(sb + (2 * j + 1) * A32_NR), b1 = _mm256_loadu_ps(sb + (2 * j + 1) * A32_NR + 8);
+        for (size_t k = j * g, end = k + g; k < end; k++) {
+            __m256 w0, w1;
+            if (eight) {
+                const uint8_t *p = tile + k * A32_NR;
+                w0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))), s0);
+                w1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8)))), s1);
+            } else {
+                const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tile + k * 8)));
+                w0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v, m4)), s0, b0);
+                w1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4)), s1, b1);
+            }
+            for (int m = 0; m < R; m++) {
+                const __m256 xv = _mm256_broadcast_ss(x[m] + k);
+                y0[m] = _mm256_fmadd_ps(w0, xv, y0[m]);
+                y1[m] = _mm256_fmadd_ps(w1, xv, y1[m]);
+            }
+        }
+    }
+    for (int m = 0; m < R; m++) {
+        float *yr = a->y + (m0 + m) * a->ldy + n0;
+        if (ncols == A32_NR) {
+            _mm256_storeu_ps(yr, y0[m]);
+            _mm256_storeu_ps(yr + 8, y1[m]);
+        } else {
+            float t[A32_NR];
+            _mm256_storeu_ps(t, y0[m]);
+            _mm256_storeu_ps(t + 8, y1[m]);
+            memcpy(yr, t, ncols * sizeof(float));
+        }
+    }
+}
+
+QK_GINLINE void a32_run(const qk_matmul_args *a, const int eight) {
+    const size_t tb = a32_tile_bytes(a->w);
+    for (size_t n0 = 0; n0 < a->N; n0 += A32_NR) {
+        const uint8_t *tile = (const uint8_t *)a->wp + n0 / A32_NR * tb;
+        const size_t ncols = a->N - n0 < A32_NR ? a->N - n0 : A32_NR;
+        size_t m0 = 0;
+        for (; m0 + A32_MR <= a->M; m0 += A32_MR) a32_tile(a, tile, n0, ncols, m0, A32_MR, eight);
+        switch (a->M - m0) {
+        case 3: a32_tile(a, tile, n0, ncols, m0, 3, eight); break;
+        case 2: a32_tile(a, tile, n0, ncols, m0, 2, eight); break;
+        case 1: a32_tile(a, tile, n0, ncols, m0, 1, eight); break;
+        default: break;
+        }
+    }
+}
+
+#define QK_GEMM_A32_VARIANT(stem, eight)                                                                      \
+    size_t stem##_pack_size(const qk_qmat *w) { return a32_pack_size(w); }                                   \
+    void stem##_pack(const qk_qmat *w, void *packed) { a32_pack(w, packed); }                                \
+    size_t stem##_packed_offset(const qk_qmat *w, size_t n0) { return a32_packed_offset(w, n0); }            \
+    void stem(const qk_matmul_args *a) { a32_run(a, eight); }
+
+/// Y = X·Wᵀ with f32 activations a->x (stride a->ldx) for W4A32 and W8A32.
+/// a->wp: this kernel's packed weights at _packed_offset(n0). Writes a->y rows
+/// 0..M-1, columns 0..N-1. Any M, N, K and group size the format allows.
+QK_GEMM_A32_VARIANT(qk_gemm_w4s_a32_4x16__avx2, 0)
+QK_GEMM_A32_VARIANT(qk_gemm_w4a_a32_4x16__avx2, 0)
+QK_GEMM_A32_VARIANT(qk_gemm_q4_0_a32_4x16__avx2, 0)
+QK_GEMM_A32_VARIANT(qk_gemm_w8s_a32_4x16__avx2, 1)
+QK_GEMM_A32_VARIANT(qk_gemm_q8_0_a32_4x16__avx2, 1)
