@@ -142,12 +142,6 @@ QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uin
     }
 }
 
-/* The 32 values of one g = 32 group from column k, unrolled with a constant
- * count (a loop would make GCC copy every vpdpbusd accumulator at its back-edge). */
-QK_INLINE void gm_block32(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k) {
-    GM_UNROLL for (size_t s = 0; s < 32 / gm_kstep(f); s++) gm_step(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * gm_kstep(f));
-}
-
 /* nsteps whole steps from column k, codes at cp. */
 QK_INLINE void gm_steps_full(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t nsteps) {
     const size_t ks = gm_kstep(f);
@@ -207,12 +201,8 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
             GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
         }
         size_t s0 = (kg - j * g) / ks, nfull = (ke - kg) / ks;
-        if (g == 32) {
-            gm_block32(f, mr, acc, gp, xr, kg);
-        } else {
-            gm_steps_full(f, mr, acc, gp + s0 * GM_NB * 64, xr, kg, nfull);
-            if (kg + nfull * ks < ke) gm_step_tail(f, mr, acc, gp + (s0 + nfull) * GM_NB * 64, xr, kg + nfull * ks, ke);
-        }
+        gm_steps_full(f, mr, acc, gp + s0 * GM_NB * 64, xr, kg, nfull);
+        if (kg + nfull * ks < ke) gm_step_tail(f, mr, acc, gp + (s0 + nfull) * GM_NB * 64, xr, kg + nfull * ks, ke);
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
             __m512 s = _mm512_loadu_ps(sw + 16 * b);
             GM_UNROLL for (size_t m = 0; m < mr; m++) {
@@ -239,6 +229,63 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
     }
 }
 
+/* g = 32, whole groups [j0, j0 + nj): the common case, written with plain
+ * pointer walks so the group loop stays small. */
+QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
+                         size_t j0, size_t nj, int first) {
+    const qk_qact *xq = a->xq;
+    size_t K = a->K, ng = K / 32;
+    const size_t gb = gm_group_bytes(f, 32), steps = 32 / gm_kstep(f);
+    const int off = gm_off(f);
+    const int8_t *xr[GM_MR];
+    const int32_t *sr[GM_MR];
+    const float *sar[GM_MR];
+    __m512 accf[GM_MR][GM_NB];
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        xr[m] = xq->codes + (m0 + m) * K + j0 * 32;
+        sr[m] = xq->sums + (m0 + m) * ng + j0;
+        sar[m] = xq->scales + (m0 + m) * ng + j0;
+        const float *y = a->y + (m0 + m) * a->ldy + n0;
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            size_t c = 16 * b;
+            accf[m][b] = _mm512_setzero_ps();
+            if (!first && c < nc) accf[m][b] = _mm512_maskz_loadu_ps(qk512_mask16(nc - c), y + c);
+        }
+    }
+    const uint8_t *gp = tp + j0 * gb;
+    for (size_t j = 0; j < nj; j++, gp += gb) {
+        __m512i acc[GM_MR][GM_NB];
+        GM_UNROLL for (size_t m = 0; m < mr; m++) {
+            __m512i c = _mm512_set1_epi32(-off * sr[m][j]);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
+        }
+        const int8_t *xk[GM_MR];
+        GM_UNROLL for (size_t m = 0; m < mr; m++) xk[m] = xr[m] + 32 * j;
+        GM_UNROLL for (size_t s = 0; s < steps; s++) gm_step(f, mr, acc, gp + s * GM_NB * 64, xk, s * gm_kstep(f));
+        const float *sw = (const float *)(gp + steps * GM_NB * 64);
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            __m512 s = _mm512_loadu_ps(sw + 16 * b);
+            GM_UNROLL for (size_t m = 0; m < mr; m++)
+                accf[m][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[m][b]), _mm512_mul_ps(s, _mm512_set1_ps(sar[m][j])), accf[m][b]);
+        }
+        if (f == GM_W4A) {
+            const float *mn = sw + GM_NR;
+            GM_UNROLL for (size_t m = 0; m < mr; m++) {
+                __m512 ca = _mm512_set1_ps(sar[m][j] * (float)sr[m][j]);
+                GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
+            }
+        }
+    }
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        float *y = a->y + (m0 + m) * a->ldy + n0;
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            size_t c = 16 * b;
+            if (c + 16 <= nc) _mm512_storeu_ps(y + c, accf[m][b]);
+            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), accf[m][b]);
+        }
+    }
+}
+
 /* Column tile by column tile; within one, K slices of about gm_slice(f) values
  * (the tile's weights for a slice stay in L1) and, for each slice, every
  * row tile of X. */
@@ -253,6 +300,17 @@ QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
             else k1 = k0 + gm_slice(f) < (k0 / g + 1) * g ? k0 + gm_slice(f) : (k0 / g + 1) * g;
             int first = k0 == 0;
             size_t m0 = 0;
+            if (g == 32) {
+                size_t j0 = k0 / 32, nj = (k1 - k0) / 32;
+                for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, first);
+                switch (a->M - m0) {
+                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, first); break;
+                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, first); break;
+                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, first); break;
+                default: break;
+                }
+                continue;
+            }
             for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first);
             switch (a->M - m0) {
             case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first); break;
