@@ -1,0 +1,207 @@
+/* gemm (any M) with f32 activations, AVX-512: W4A32 (w4s, w4a, q4_0) and
+ * W8A32 (w8s, q8_0) over packed weights, f32 FMA on a 6×32 register tile.
+ *
+ * Lanes are output columns. 4-bit weights: one zmm of packed codes holds,
+ * for 16 columns, 8 consecutive k as the 8 nibbles of each dword; the codes
+ * of one k are `v >> 4i`, and vpermps (which reads only the low 4 bits of an
+ * index) turns them into floats through a constant table (c - 8, or c for
+ * w4a), so a weight costs a shift and a shuffle shared by the six rows.
+ * 8-bit weights are widened and converted (vpmovsxbd, vcvtdq2ps). Each row
+ * and group accumulates Σ q·x, then adds s·(that) (and, for w4a, m·Σx), so
+ * y = Σ_groups s·Σ q·x + m·Σx: the reference's Σ (m + s·q)·x reassociated.
+ *
+ * Packed layout (ga_pack), tile t = columns t·GA_NR .. t·GA_NR+GA_NR-1 (zero
+ * past N), group after group:
+ *   4-bit: ceil(g/8) chunks × GA_NB zmm: dword c of zmm b, nibble i = code
+ *          (0..15) of column 16b+c at k = 8·chunk + i of the group (0 past it);
+ *   8-bit: g × GA_NB × 16 bytes: byte c of block (k, b) = int8 code of column
+ *          16b+c at k;
+ *   then GA_NR f32 scales (q4_0/q8_0: d widened), and for w4a GA_NR f32 offsets.
+ * K is walked in slices (whole groups, or pieces of one long group) whose
+ * tile weights stay in L1 while every row tile of X passes over them. */
+#include "x86/avx512/avx512_common.h"
+
+#define QK_INLINE static inline __attribute__((always_inline))
+#define GA_UNROLL _Pragma("GCC unroll 16")
+
+enum { GA_MR = 6, GA_NB = 2, GA_NR = 16 * GA_NB, GA_SLICE = 1024 };
+
+typedef enum { GA_W4S, GA_W4A, GA_W8S, GA_Q4_0, GA_Q8_0 } ga_fmt;
+
+QK_INLINE int ga_bits(ga_fmt f) { return f == GA_W8S || f == GA_Q8_0 ? 8 : 4; }
+
+static size_t ga_code_bytes(ga_fmt f, size_t g) { return ga_bits(f) == 8 ? g * GA_NB * 16 : (g + 7) / 8 * GA_NB * 64; }
+static size_t ga_group_bytes(ga_fmt f, size_t g) { return ga_code_bytes(f, g) + GA_NR * sizeof(float) * (f == GA_W4A ? 2u : 1u); }
+static size_t ga_tile_bytes(ga_fmt f, const qk_qmat *w) { return (w->cols / w->group) * ga_group_bytes(f, w->group); }
+static size_t ga_pack_size(ga_fmt f, const qk_qmat *w) { return (w->rows + GA_NR - 1) / GA_NR * ga_tile_bytes(f, w); }
+static size_t ga_packed_offset(ga_fmt f, const qk_qmat *w, size_t n0) { return n0 / GA_NR * ga_tile_bytes(f, w); }
+
+/* Code of element k of row n as packed: 4-bit unsigned 0..15, 8-bit int8. */
+static inline unsigned ga_code(ga_fmt f, const qk_qmat *w, size_t n, size_t k) {
+    const uint8_t *row = w->codes + n * w->row_bytes;
+    switch (f) {
+    case GA_W4S:
+    case GA_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15u;
+    case GA_W8S: return row[k];
+    case GA_Q4_0: {
+        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
+        size_t j = k % 32;
+        return j < 16 ? qs[j] & 15u : (unsigned)qs[j - 16] >> 4;
+    }
+    default: return row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32];
+    }
+}
+
+static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
+    size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, gb = ga_group_bytes(f, g), cb = ga_code_bytes(f, g);
+    uint8_t *out = (uint8_t *)packed;
+    for (size_t n0 = 0; n0 < N; n0 += GA_NR) {
+        for (size_t j = 0; j < ng; j++) {
+            uint8_t *codes = out + j * gb;
+            float *sc = (float *)(codes + cb), *mn = sc + GA_NR;
+            memset(codes, 0, gb);
+            for (size_t c = 0; c < GA_NR && n0 + c < N; c++) {
+                size_t n = n0 + c, b = c / 16, l = c % 16;
+                if (ga_bits(f) == 8) {
+                    for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = (uint8_t)ga_code(f, w, n, j * g + i);
+                } else {
+                    for (size_t i = 0; i < g; i++) {
+                        uint8_t *d = codes + ((i / 8) * GA_NB + b) * 64 + 4 * l + (i % 8) / 2;
+                        *d |= (uint8_t)(ga_code(f, w, n, j * g + i) << (4 * (i % 2)));
+                    }
+                }
+                sc[c] = qk_qmat_scale(w, n, j);
+                if (f == GA_W4A) mn[c] = qk_qmat_min(w, n, j);
+            }
+        }
+        out += ng * gb;
+    }
+}
+
+/* Σ x[k0..k1) of one row. */
+static float ga_sum(const float *x, size_t k0, size_t k1) {
+    __m512 s = _mm512_setzero_ps();
+    for (size_t k = k0; k < k1; k += 16) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(qk512_mask16(k1 - k), x + k));
+    return _mm512_reduce_add_ps(s);
+}
+
+/* accp[m][b] += w[b]·x[m][k] for one k. */
+QK_INLINE void ga_fma(size_t mr, __m512 accp[GA_MR][GA_NB], const __m512 *wv, const float *const *xr, size_t k) {
+    GA_UNROLL for (size_t m = 0; m < mr; m++) {
+        __m512 xv = _mm512_set1_ps(xr[m][k]);
+        GA_UNROLL for (size_t b = 0; b < GA_NB; b++) accp[m][b] = _mm512_fmadd_ps(wv[b], xv, accp[m][b]);
+    }
+}
+
+/* One register tile over [k0, k1): mr rows from m0, nc columns from n0, added
+ * to Y (set when first). */
+QK_INLINE void ga_tile(ga_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
+                       size_t k0, size_t k1, int first) {
+    size_t g = a->group, gb = ga_group_bytes(f, g), cb = ga_code_bytes(f, g);
+    const __m512 tab = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 t8 = f == GA_W4A ? tab : _mm512_sub_ps(tab, _mm512_set1_ps(8.0f));
+    const float *xr[GA_MR];
+    __m512 acc[GA_MR][GA_NB];
+    GA_UNROLL for (size_t m = 0; m < mr; m++) {
+        xr[m] = a->x + (m0 + m) * a->ldx;
+        const float *y = a->y + (m0 + m) * a->ldy + n0;
+        GA_UNROLL for (size_t b = 0; b < GA_NB; b++) {
+            size_t c = 16 * b;
+            acc[m][b] = _mm512_setzero_ps();
+            if (!first && c < nc) acc[m][b] = _mm512_maskz_loadu_ps(qk512_mask16(nc - c), y + c);
+        }
+    }
+    for (size_t kg = k0; kg < k1;) {
+        size_t j = kg / g, ke = (j + 1) * g < k1 ? (j + 1) * g : k1;
+        const uint8_t *gp = tp + j * gb;
+        const float *sw = (const float *)(gp + cb);
+        __m512 accp[GA_MR][GA_NB];
+        GA_UNROLL for (size_t m = 0; m < mr; m++) GA_UNROLL for (size_t b = 0; b < GA_NB; b++) accp[m][b] = _mm512_setzero_ps();
+        size_t k = kg;
+        if (ga_bits(f) == 4) {
+            const uint8_t *cp = gp + (kg - j * g) / 8 * GA_NB * 64;
+            for (; k + 8 <= ke; k += 8, cp += GA_NB * 64) {
+                __m512i v[GA_NB];
+                GA_UNROLL for (size_t b = 0; b < GA_NB; b++) v[b] = _mm512_loadu_si512(cp + 64 * b);
+                GA_UNROLL for (size_t i = 0; i < 8; i++) {
+                    __m512 wv[GA_NB];
+                    GA_UNROLL for (size_t b = 0; b < GA_NB; b++) wv[b] = _mm512_permutexvar_ps(i ? _mm512_srli_epi32(v[b], (unsigned)(4 * i)) : v[b], t8);
+                    ga_fma(mr, accp, wv, xr, k + i);
+                }
+            }
+            if (k < ke) { /* g = K, not a multiple of 8 */
+                __m512i v[GA_NB];
+                GA_UNROLL for (size_t b = 0; b < GA_NB; b++) v[b] = _mm512_loadu_si512(cp + 64 * b);
+                for (size_t i = 0; k + i < ke; i++) {
+                    __m512 wv[GA_NB];
+                    GA_UNROLL for (size_t b = 0; b < GA_NB; b++) wv[b] = _mm512_permutexvar_ps(_mm512_srli_epi32(v[b], (unsigned)(4 * i)), t8);
+                    ga_fma(mr, accp, wv, xr, k + i);
+                }
+            }
+        } else {
+            const uint8_t *cp = gp + (kg - j * g) * GA_NB * 16;
+            for (; k < ke; k++, cp += GA_NB * 16) {
+                __m512 wv[GA_NB];
+                GA_UNROLL for (size_t b = 0; b < GA_NB; b++)
+                    wv[b] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(cp + 16 * b))));
+                ga_fma(mr, accp, wv, xr, k);
+            }
+        }
+        GA_UNROLL for (size_t b = 0; b < GA_NB; b++) {
+            __m512 s = _mm512_loadu_ps(sw + 16 * b);
+            GA_UNROLL for (size_t m = 0; m < mr; m++) acc[m][b] = _mm512_fmadd_ps(accp[m][b], s, acc[m][b]);
+        }
+        if (f == GA_W4A && kg == j * g) {
+            const float *mn = sw + GA_NR;
+            GA_UNROLL for (size_t m = 0; m < mr; m++) {
+                __m512 sx = _mm512_set1_ps(ga_sum(xr[m], j * g, (j + 1) * g));
+                GA_UNROLL for (size_t b = 0; b < GA_NB; b++) acc[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), sx, acc[m][b]);
+            }
+        }
+        kg = ke;
+    }
+    GA_UNROLL for (size_t m = 0; m < mr; m++) {
+        float *y = a->y + (m0 + m) * a->ldy + n0;
+        GA_UNROLL for (size_t b = 0; b < GA_NB; b++) {
+            size_t c = 16 * b;
+            if (c + 16 <= nc) _mm512_storeu_ps(y + c, acc[m][b]);
+            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), acc[m][b]);
+        }
+    }
+}
+
+QK_INLINE void ga_run(ga_fmt f, const qk_matmul_args *a) {
+    const uint8_t *wp = (const uint8_t *)a->wp;
+    size_t K = a->K, g = a->group, tb = ga_tile_bytes(f, a->w);
+    for (size_t n0 = 0; n0 < a->N; n0 += GA_NR) {
+        const uint8_t *tp = wp + n0 / GA_NR * tb;
+        size_t nc = a->N - n0 < GA_NR ? a->N - n0 : GA_NR;
+        for (size_t k0 = 0, k1; k0 < K; k0 = k1) {
+            if (g <= GA_SLICE) k1 = k0 + (GA_SLICE / g) * g < K ? k0 + (GA_SLICE / g) * g : K;
+            else k1 = k0 + GA_SLICE < (k0 / g + 1) * g ? k0 + GA_SLICE : (k0 / g + 1) * g;
+            int first = k0 == 0;
+            size_t m0 = 0;
+            for (; m0 + GA_MR <= a->M; m0 += GA_MR) ga_tile(f, GA_MR, a, tp, m0, n0, nc, k0, k1, first);
+            switch (a->M - m0) {
+            case 5: ga_tile(f, 5, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 4: ga_tile(f, 4, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 3: ga_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 2: ga_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 1: ga_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first); break;
+            default: break;
+            }
+        }
+    }
+}
+
+#define GA_DEFINE(stem, fmt)                                                                                 \
+    void stem(const qk_matmul_args *a) { ga_run(fmt, a); }                                                   \
+    size_t stem##_pack_size(const qk_qmat *w) { return ga_pack_size(fmt, w); }                                \
+    void stem##_pack(const qk_qmat *w, void *packed) { ga_pack(fmt, w, packed); }                             \
+    size_t stem##_packed_offset(const qk_qmat *w, size_t n0) { return ga_packed_offset(fmt, w, n0); }
+
+GA_DEFINE(qk_gemm_w4s_a32_6x32__avx512, GA_W4S)
+GA_DEFINE(qk_gemm_w4a_a32_6x32__avx512, GA_W4A)
+GA_DEFINE(qk_gemm_q4_0_a32_6x32__avx512, GA_Q4_0)
+GA_DEFINE(qk_gemm_w8s_a32_6x32__avx512, GA_W8S)
+GA_DEFINE(qk_gemm_q8_0_a32_6x32__avx512, GA_Q8_0)
