@@ -15,6 +15,18 @@ set(CMAKE_C_COMPILER ${QK_CROSS_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${QK_CROSS_TRIPLE}-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE ${QK_CROSS_TRIPLE})
 
+# GCC 12's aarch64 loop vectorizer dies (internal compiler error in
+# vect_transform_reduction) on a widening fmin/fmax reduction at -O3, e.g.
+#   double mn = INFINITY; for (...) mn = fmin(mn, x[i]);   /* x: float */
+# Debian bookworm ships 12.2. Loop vectorization only touches plain C loops
+# (the kernels are intrinsics), so GCC 12 builds go without it.
+execute_process(COMMAND ${CMAKE_C_COMPILER} -dumpfullversion OUTPUT_VARIABLE qk_cross_gcc_version
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(qk_cross_gcc_version VERSION_GREATER_EQUAL 12 AND qk_cross_gcc_version VERSION_LESS 13)
+  set(CMAKE_C_FLAGS_INIT "-fno-tree-loop-vectorize")
+  set(CMAKE_CXX_FLAGS_INIT "-fno-tree-loop-vectorize")
+endif()
+
 # Headers and libraries: the cross libc under /usr/aarch64-linux-gnu and the
 # multiarch packages under /usr/{include,lib}/aarch64-linux-gnu. Programs
 # (pkg-config, python) are the host's.
