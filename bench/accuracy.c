@@ -14,6 +14,7 @@
 #include "acc_report.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "outliers.h"
 #include "refmath.h"
 
 static const unsigned ACC_ALLOWED = ACC_O_SHAPE | ACC_O_FORMAT | ACC_O_GROUP | ACC_O_MODE | ACC_O_SCALES | ACC_O_DATA | ACC_O_FILES | ACC_O_OUTPUT;
@@ -37,6 +38,8 @@ static void help(void) {
            "  --isa TIER|all       cap the tiers (default all: every tier this CPU supports)\n"
            "  --gen-rate           measure the generators instead: SLEEF AVX2 against scalar libm, MB/s per\n"
            "                       distribution (--gen-mb N MB each, default 64)\n"
+           "  --outliers           outlier channels: detection and the strategy comparison (split, W4A8,\n"
+           "                       smoothing, rotation); see qkbench accuracy --outliers --help\n"
            "  --summary            the short Markdown summary of the default run (4x1024x4096, g = 32 and 128)\n"
            "default shape 8x2048x4096 (M x N x K), every format, group size and mode; exit status 1 if a kernel\n"
            "is outside its error model.\n");
@@ -220,6 +223,8 @@ static void describe_sources(const acc_opts *o, char *wd, size_t wl, char *xd, s
 }
 
 int qk_cmd_accuracy(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--outliers")) return qk_acc_outliers(argc, argv);
     acc_opts o;
     acc_opts_init(&o);
     int head = 0, want_rate = 0, summary = 0, shape_given = 0, rc = 0;
