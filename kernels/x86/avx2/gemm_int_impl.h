@@ -128,11 +128,13 @@ static inline void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
 
 /* ---- microkernels ---- */
 
-/* Activation codes k..k+3 of one row as a broadcast dword (zeros beyond K). */
-QK_GINLINE __m256i bcast_quad(const int8_t *a, size_t k, size_t K) {
+/* Activation codes k..k+3 of one row as a broadcast dword. */
+QK_GINLINE __m256i bcast4(const int8_t *p) { return _mm256_broadcastd_epi32(_mm_loadu_si32(p)); }
+
+/* The same for the last quad of a row, zeros beyond K. */
+QK_GINLINE __m256i bcast_tail(const int8_t *a, size_t k, size_t K) {
     int32_t v = 0;
-    if (k + 4 <= K) memcpy(&v, a + k, 4);
-    else memcpy(&v, a + k, K - k);
+    memcpy(&v, a + k, K - k < 4 ? K - k : 4);
     return _mm256_set1_epi32(v);
 }
 
@@ -148,6 +150,62 @@ QK_GINLINE int32_t sum_codes(const int8_t *a, size_t n) {
     return r;
 }
 
+/* One quad (k..k+3) of one tile against the broadcast activations bq[m]:
+ * adds into acc (int32) or, for U4Q on avx2, into the int16 sums p. */
+QK_GINLINE void quad_step(gemm_layout L, const uint8_t *codes, size_t k, const int R, const __m256i bq[QK_GEMM_MR],
+                          __m256i acc[QK_GEMM_MR][2], __m256i p[QK_GEMM_MR][2]) {
+    (void)p;
+    if (L == GL_U4Q) {
+        const __m256i m4 = _mm256_set1_epi8(15);
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
+        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        for (int m = 0; m < R; m++) {
+#ifdef QK_GEMM_VNNI
+            acc[m][0] = _mm256_dpbusd_avx_epi32(acc[m][0], lo, bq[m]);
+            acc[m][1] = _mm256_dpbusd_avx_epi32(acc[m][1], hi, bq[m]);
+#else
+            p[m][0] = _mm256_add_epi16(p[m][0], _mm256_maddubs_epi16(lo, bq[m]));
+            p[m][1] = _mm256_add_epi16(p[m][1], _mm256_maddubs_epi16(hi, bq[m]));
+#endif
+        }
+    } else if (L == GL_S8Q) {
+#ifdef QK_GEMM_VNNI
+        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(codes + k * 16));
+        const __m256i w1 = _mm256_loadu_si256((const __m256i *)(codes + k * 16 + 32));
+        for (int m = 0; m < R; m++) {
+            acc[m][0] = _mm256_dpbusd_avx_epi32(acc[m][0], w0, bq[m]);
+            acc[m][1] = _mm256_dpbusd_avx_epi32(acc[m][1], w1, bq[m]);
+        }
+#endif
+    } else { /* GL_S8T */
+        const uint8_t *c = codes + k * 16;
+        const __m256i wa0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)c));
+        const __m256i wb0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 16)));
+        const __m256i wa1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 32)));
+        const __m256i wb1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 48)));
+        for (int m = 0; m < R; m++) {
+            const __m256i pa = _mm256_srai_epi16(_mm256_slli_epi16(bq[m], 8), 8); /* (a_k, a_k+2) */
+            const __m256i pb = _mm256_srai_epi16(bq[m], 8);                       /* (a_k+1, a_k+3) */
+            acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_add_epi32(_mm256_madd_epi16(wa0, pa), _mm256_madd_epi16(wb0, pb)));
+            acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_add_epi32(_mm256_madd_epi16(wa1, pa), _mm256_madd_epi16(wb1, pb)));
+        }
+    }
+}
+
+/* Quads of [k, k1): the full ones, then a last partial one (only at K). */
+QK_GINLINE void quads(gemm_layout L, const uint8_t *codes, const int8_t *const a[QK_GEMM_MR], size_t K, const int R, size_t k, size_t k1,
+                      __m256i acc[QK_GEMM_MR][2], __m256i p[QK_GEMM_MR][2]) {
+    __m256i bq[QK_GEMM_MR];
+    for (; k + 4 <= k1; k += 4) {
+        for (int m = 0; m < R; m++) bq[m] = bcast4(a[m] + k);
+        quad_step(L, codes, k, R, bq, acc, p);
+    }
+    if (k < k1) {
+        for (int m = 0; m < R; m++) bq[m] = bcast_tail(a[m], k, K);
+        quad_step(L, codes, k, R, bq, acc, p);
+    }
+}
+
 /* One piece [k0, k1) of group j for rows m0..m0+R-1 and one tile: int32 sums
  * per row and 8-column half, added into acc (which the caller initialized). */
 QK_GINLINE void micro_piece(gemm_layout L, const uint8_t *codes, const qk_qact *xq, size_t m0, const int R, size_t k0, size_t k1,
@@ -155,68 +213,58 @@ QK_GINLINE void micro_piece(gemm_layout L, const uint8_t *codes, const qk_qact *
     const size_t K = xq->cols;
     const int8_t *a[QK_GEMM_MR];
     for (int m = 0; m < R; m++) a[m] = xq->codes + (m0 + m) * K;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    size_t k = k0;
-    if (L == GL_U4Q) {
-#ifdef QK_GEMM_VNNI
-        for (; k < k1; k += 4) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
-            const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            for (int m = 0; m < R; m++) {
-                const __m256i b = bcast_quad(a[m], k, K);
-                acc[m][0] = _mm256_dpbusd_avx_epi32(acc[m][0], lo, b);
-                acc[m][1] = _mm256_dpbusd_avx_epi32(acc[m][1], hi, b);
-            }
-        }
-#else
+#ifndef QK_GEMM_VNNI
+    if (L == GL_U4Q) { /* up to eight quads in int16 (8·2·15·127 < 32768) */
         const __m256i ones = _mm256_set1_epi16(1);
-        while (k < k1) { /* up to eight quads in int16 (8·2·15·127 < 32768) */
-            const size_t ke = k1 - k > 32 ? k + 32 : k1;
+        for (size_t k = k0; k < k1; k += 32) {
             __m256i p[QK_GEMM_MR][2];
             for (int m = 0; m < R; m++) p[m][0] = p[m][1] = _mm256_setzero_si256();
-            for (; k < ke; k += 4) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
-                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                for (int m = 0; m < R; m++) {
-                    const __m256i b = bcast_quad(a[m], k, K);
-                    p[m][0] = _mm256_add_epi16(p[m][0], _mm256_maddubs_epi16(lo, b));
-                    p[m][1] = _mm256_add_epi16(p[m][1], _mm256_maddubs_epi16(hi, b));
-                }
-            }
+            quads(L, codes, a, K, R, k, k1 - k > 32 ? k + 32 : k1, acc, p);
             for (int m = 0; m < R; m++) {
                 acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(p[m][0], ones));
                 acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(p[m][1], ones));
             }
         }
-#endif
-    } else if (L == GL_S8Q) {
-#ifdef QK_GEMM_VNNI
-        for (; k < k1; k += 4) {
-            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(codes + k * 16));
-            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(codes + k * 16 + 32));
-            for (int m = 0; m < R; m++) {
-                const __m256i b = bcast_quad(a[m], k, K);
-                acc[m][0] = _mm256_dpbusd_avx_epi32(acc[m][0], w0, b);
-                acc[m][1] = _mm256_dpbusd_avx_epi32(acc[m][1], w1, b);
-            }
-        }
-#endif
-    } else { /* GL_S8T */
-        for (; k < k1; k += 4) {
-            const uint8_t *c = codes + k * 16;
-            const __m256i wa0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)c));
-            const __m256i wb0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 16)));
-            const __m256i wa1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 32)));
-            const __m256i wb1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 48)));
-            for (int m = 0; m < R; m++) {
-                const __m256i b = bcast_quad(a[m], k, K);
-                const __m256i pa = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8); /* (a_k, a_k+2) */
-                const __m256i pb = _mm256_srai_epi16(b, 8);                       /* (a_k+1, a_k+3) */
-                acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_add_epi32(_mm256_madd_epi16(wa0, pa), _mm256_madd_epi16(wb0, pb)));
-                acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_add_epi32(_mm256_madd_epi16(wa1, pa), _mm256_madd_epi16(wb1, pb)));
-            }
-        }
+        return;
     }
+#endif
+#ifdef QK_GEMM_VNNI
+    if (R == 4) { /* the full tile with named accumulators (GCC keeps them in registers) */
+        __m256i c00 = acc[0][0], c01 = acc[0][1], c10 = acc[1][0], c11 = acc[1][1];
+        __m256i c20 = acc[2][0], c21 = acc[2][1], c30 = acc[3][0], c31 = acc[3][1];
+        const __m256i m4 = _mm256_set1_epi8(15);
+        const size_t kf = k1 < (K & ~(size_t)3) ? k1 : (K & ~(size_t)3);
+        size_t k = k0;
+        for (; k < kf; k += 4) {
+            __m256i w0, w1;
+            if (L == GL_U4Q) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
+                w0 = _mm256_and_si256(v, m4);
+                w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            } else {
+                w0 = _mm256_loadu_si256((const __m256i *)(codes + k * 16));
+                w1 = _mm256_loadu_si256((const __m256i *)(codes + k * 16 + 32));
+            }
+            __m256i b = bcast4(a[0] + k);
+            c00 = _mm256_dpbusd_avx_epi32(c00, w0, b);
+            c01 = _mm256_dpbusd_avx_epi32(c01, w1, b);
+            b = bcast4(a[1] + k);
+            c10 = _mm256_dpbusd_avx_epi32(c10, w0, b);
+            c11 = _mm256_dpbusd_avx_epi32(c11, w1, b);
+            b = bcast4(a[2] + k);
+            c20 = _mm256_dpbusd_avx_epi32(c20, w0, b);
+            c21 = _mm256_dpbusd_avx_epi32(c21, w1, b);
+            b = bcast4(a[3] + k);
+            c30 = _mm256_dpbusd_avx_epi32(c30, w0, b);
+            c31 = _mm256_dpbusd_avx_epi32(c31, w1, b);
+        }
+        acc[0][0] = c00, acc[0][1] = c01, acc[1][0] = c10, acc[1][1] = c11;
+        acc[2][0] = c20, acc[2][1] = c21, acc[3][0] = c30, acc[3][1] = c31;
+        if (k < k1) quads(L, codes, a, K, R, k, k1, acc, NULL);
+        return;
+    }
+#endif
+    quads(L, codes, a, K, R, k0, k1, acc, NULL);
 }
 
 /* Rows m0..m0+R-1 of Y for one tile (ncols <= 16 valid columns). `off` is the
@@ -226,9 +274,9 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
     const qk_qact *xq = a->xq;
     const size_t K = a->K, g = a->group, ng = K / g;
     const float *sc = (const float *)(tile + gemm_code_bytes(L, K)), *mn = sc + ng * QK_GEMM_NR;
+    /* f32 sums live in memory: the registers hold the int32 sums and operands */
     float yt[QK_GEMM_MR][QK_GEMM_NR];
-    __m256 y0[QK_GEMM_MR], y1[QK_GEMM_MR];
-    for (int m = 0; m < R; m++) y0[m] = y1[m] = _mm256_setzero_ps();
+    memset(yt, 0, sizeof yt);
     for (size_t j = 0; j < ng; j++) {
         const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
         for (size_t p0 = j * g, end = p0 + g; p0 < end;) {
@@ -241,31 +289,20 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
             }
             micro_piece(L, tile, xq, m0, R, p0, p1, acc);
             for (int m = 0; m < R; m++) {
-                const float sa = xq->scales[(m0 + m) * ng + j];
-                const __m256 vsa = _mm256_set1_ps(sa);
-                y0[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][0]), _mm256_mul_ps(s0, vsa), y0[m]);
-                y1[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][1]), _mm256_mul_ps(s1, vsa), y1[m]);
+                const __m256 vsa = _mm256_set1_ps(xq->scales[(m0 + m) * ng + j]);
+                _mm256_storeu_ps(yt[m], _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][0]), _mm256_mul_ps(s0, vsa), _mm256_loadu_ps(yt[m])));
+                _mm256_storeu_ps(yt[m] + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][1]), _mm256_mul_ps(s1, vsa), _mm256_loadu_ps(yt[m] + 8)));
             }
             p0 = p1;
         }
         if (w4a)
             for (int m = 0; m < R; m++) {
                 const __m256 t = _mm256_set1_ps(xq->scales[(m0 + m) * ng + j] * (float)xq->sums[(m0 + m) * ng + j]);
-                y0[m] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + j * QK_GEMM_NR), t, y0[m]);
-                y1[m] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + j * QK_GEMM_NR + 8), t, y1[m]);
+                _mm256_storeu_ps(yt[m], _mm256_fmadd_ps(_mm256_loadu_ps(mn + j * QK_GEMM_NR), t, _mm256_loadu_ps(yt[m])));
+                _mm256_storeu_ps(yt[m] + 8, _mm256_fmadd_ps(_mm256_loadu_ps(mn + j * QK_GEMM_NR + 8), t, _mm256_loadu_ps(yt[m] + 8)));
             }
     }
-    for (int m = 0; m < R; m++) {
-        float *yr = a->y + (m0 + m) * a->ldy + tile_n0;
-        if (ncols == QK_GEMM_NR) {
-            _mm256_storeu_ps(yr, y0[m]);
-            _mm256_storeu_ps(yr + 8, y1[m]);
-        } else {
-            _mm256_storeu_ps(yt[m], y0[m]);
-            _mm256_storeu_ps(yt[m] + 8, y1[m]);
-            memcpy(yr, yt[m], ncols * sizeof(float));
-        }
-    }
+    for (int m = 0; m < R; m++) memcpy(a->y + (m0 + m) * a->ldy + tile_n0, yt[m], ncols * sizeof(float));
 }
 
 QK_GINLINE void gemm_int_run(gemm_layout L, const qk_matmul_args *a, const int off, const int w4a) {
