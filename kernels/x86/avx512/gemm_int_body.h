@@ -1,9 +1,8 @@
 /* Body of the integer-mode gemm kernels on zmm with packed weights, shared
- * by the avx512vnni tier (vpdpbusd) and, through the same dot interface as
- * gemv_int_body.h, any tier that can multiply unsigned by signed bytes into
- * int32 lanes. The including file defines
- *   GM_DOT(acc, w_u8, a_s8)   acc + Σ4 w·a per dword (w unsigned, a signed)
- *   GM_TIER                   the tier suffix of the kernel names
+ * by the avx512vnni tier (vpdpbusd) and the avx512 tier (vpmaddubsw +
+ * vpmaddwd). The including file defines
+ *   GM_DOT(acc, w_u8, a_s8)   acc + Σ4 w·a per dword (w unsigned <= 15, a signed)
+ *   GM_DOT8(acc, w_u8, a_s8)  the same for any unsigned w (0..255); defaults to GM_DOT
  *
  * Register tile: GM_MR rows of X × GM_NR = 16·GM_NB columns of W. Lanes are
  * output columns; each vpdpbusd adds 4 consecutive k of one row of X
@@ -31,6 +30,9 @@
 #include "x86/avx512/avx512_common.h"
 
 #define QK_INLINE static inline __attribute__((always_inline))
+#ifndef GM_DOT8
+#define GM_DOT8 GM_DOT
+#endif
 #define GM_UNROLL _Pragma("GCC unroll 16")
 
 enum { GM_MR = 4, GM_NB = 3, GM_NR = 16 * GM_NB };
@@ -124,7 +126,7 @@ QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uin
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) wv[b] = _mm512_loadu_si512(cp + 64 * b);
         GM_UNROLL for (size_t m = 0; m < mr; m++) {
             __m512i av = gm_act4(xr[m] + k);
-            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], wv[b], av);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT8(acc[m][b], wv[b], av);
         }
     } else {
         __m512i lo[GM_NB], hi[GM_NB];
@@ -159,7 +161,7 @@ QK_INLINE void gm_step_tail(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], cons
     }
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
         __m512i a0 = gm_act4_tail(xr[m], k, K);
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], lo[b], a0);
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = gm_bits(f) == 8 ? GM_DOT8(acc[m][b], lo[b], a0) : GM_DOT(acc[m][b], lo[b], a0);
         if (gm_bits(f) == 4) {
             __m512i a1 = gm_act4_tail(xr[m], k + 4, K);
             GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], hi[b], a1);
