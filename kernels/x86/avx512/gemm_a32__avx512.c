@@ -62,8 +62,17 @@ static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
             memset(codes, 0, gb);
             for (size_t c = 0; c < GA_NR && n0 + c < N; c++) {
                 size_t n = n0 + c, b = c / 16, l = c % 16;
-                if (ga_bits(f) == 8) {
+                const uint8_t *row = w->codes + n * w->row_bytes;
+                if (f == GA_W8S) {
+                    for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = row[j * g + i];
+                } else if (ga_bits(f) == 8) {
                     for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = (uint8_t)ga_code(f, w, n, j * g + i);
+                } else if (f != GA_Q4_0) { /* the plain bytes of 8 codes are the packed dword: nibble i = code i */
+                    for (size_t i = 0; i < g; i += 8) {
+                        uint8_t *d = codes + ((i / 8) * GA_NB + b) * 64 + 4 * l;
+                        size_t nb = g - i >= 8 ? 4 : (g - i) / 2;
+                        memcpy(d, row + (j * g + i) / 2, nb);
+                    }
                 } else {
                     for (size_t i = 0; i < g; i++) {
                         uint8_t *d = codes + ((i / 8) * GA_NB + b) * 64 + 4 * l + (i % 8) / 2;

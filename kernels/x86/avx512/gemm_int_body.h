@@ -71,6 +71,43 @@ static inline unsigned gm_code(gm_fmt f, const qk_qmat *w, size_t n, size_t k) {
     }
 }
 
+/* Bytes k..k+3 of a plain 4-bit row, spread to the packed nibble order: byte
+ * i = code k+i (low nibble) | code k+4+i (high nibble). */
+static inline uint32_t gm_spread4(uint32_t p) {
+    uint32_t lo = p & 0xffffu, hi = p >> 16;
+    lo = (lo | lo << 8) & 0x00ff00ffu;
+    lo = (lo | lo << 4) & 0x0f0f0f0fu;
+    hi = (hi | hi << 8) & 0x00ff00ffu;
+    hi = (hi | hi << 4) & 0x0f0f0f0fu;
+    return lo | hi << 4;
+}
+
+/* The 4 bytes of step s (k = kg + s·ks, all inside the row's group [kg, ke))
+ * of row n, in the packed form. */
+static inline uint32_t gm_step_bytes(gm_fmt f, const qk_qmat *w, size_t n, size_t k, size_t ke) {
+    const uint8_t *row = w->codes + n * w->row_bytes;
+    uint32_t v = 0;
+    size_t ks = gm_kstep(f);
+    if (k + ks <= ke) {
+        switch (f) {
+        case GM_W8S: memcpy(&v, row + k, 4); return v ^ 0x80808080u;
+        case GM_Q8_0: memcpy(&v, row + (k / 32) * QK_Q8_0_BYTES + 2 + k % 32, 4); return v ^ 0x80808080u;
+        case GM_W4S:
+        case GM_W4A: memcpy(&v, row + k / 2, 4); return gm_spread4(v);
+        default: break;
+        }
+    }
+    for (size_t i = 0; i < 4; i++) {
+        if (ks == 4) {
+            if (k + i < ke) v |= gm_code(f, w, n, k + i) << (8 * i);
+        } else {
+            unsigned lo = k + i < ke ? gm_code(f, w, n, k + i) : 0, hi = k + 4 + i < ke ? gm_code(f, w, n, k + 4 + i) : 0;
+            v |= (lo | hi << 4) << (8 * i);
+        }
+    }
+    return v;
+}
+
 static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
     size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
     size_t gb = gm_group_bytes(f, g);
@@ -83,16 +120,8 @@ static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
             for (size_t c = 0; c < GM_NR && n0 + c < N; c++) {
                 size_t n = n0 + c, b = c / 16, l = c % 16;
                 for (size_t s = 0; s < ns; s++) {
-                    uint8_t *dst = codes + (s * GM_NB + b) * 64 + 4 * l;
-                    for (size_t i = 0; i < 4; i++) {
-                        size_t k = j * g + s * ks + i, e = (j + 1) * g;
-                        if (ks == 4) {
-                            dst[i] = k < e ? (uint8_t)gm_code(f, w, n, k) : 0;
-                        } else {
-                            unsigned lo = k < e ? gm_code(f, w, n, k) : 0, hi = k + 4 < e ? gm_code(f, w, n, k + 4) : 0;
-                            dst[i] = (uint8_t)(lo | hi << 4);
-                        }
-                    }
+                    uint32_t v = gm_step_bytes(f, w, n, j * g + s * ks, (j + 1) * g);
+                    memcpy(codes + (s * GM_NB + b) * 64 + 4 * l, &v, 4);
                 }
                 sc[c] = qk_qmat_scale(w, n, j);
                 if (f == GM_W4A) mn[c] = qk_qmat_min(w, n, j);
