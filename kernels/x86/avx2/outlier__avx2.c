@@ -4,10 +4,12 @@
  *    which is exact), the strides 8 ... block/2 as loops over whole vectors;
  *    the 1/sqrt(block) scale is folded into the last stage's stores.
  *  - qk_colscale__avx2, qk_colsplit__avx2: vector copies with masked tails.
- *  - qk_gemm_f32__avx2: Y (+)= X·Wᵀ with a 6x16 register tile (12 ymm
- *    accumulators, one broadcast of X and two loads of W per six FMA pairs);
- *    W is packed per 16-row panel and 256-wide K slice into a 16 KiB stack
- *    buffer (transposed: k-major, 16 outputs per k), zero-padded at the N tail. */
+ *  - qk_gemm_f32__avx2: Y (+)= X·Wᵀ. From 64 rows of X: a 6x16 register
+ *    tile (12 ymm accumulators, one broadcast of X per two FMAs) over W packed
+ *    per 16-row panel and 256-wide K slice into a 16 KiB stack buffer
+ *    (transposed: k-major, 16 outputs per k), zero-padded at the N tail.
+ *    Fewer rows: a 4x3 dot-product tile straight from X and W (12 ymm
+ *    accumulators along K, masked K tail, one reduction per output). */
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
 #error "this file needs the avx2 tier's flags"
 #endif
@@ -135,16 +137,70 @@ QK_INLINE void gf_tile(const int mr, size_t nr, size_t kc, const float *x, size_
     }
 }
 
+/* Dot-product form for few rows of X (no packing): a 4x3 tile of outputs,
+ * 12 accumulators along K, reduced at the end. Rows past M or N repeat the
+ * last one and are not stored. */
+static void gf_dot_slice(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, float *y, size_t ldy,
+                   int accumulate) {
+    const __m256i tail = lanes_mask(K % 8);
+    const size_t Kv = K - K % 8;
+    for (size_t n0 = 0; n0 < N; n0 += 3) {
+        const float *wr[3];
+        for (size_t j = 0; j < 3; j++) wr[j] = w + (n0 + j < N ? n0 + j : N - 1) * ldw;
+        for (size_t m0 = 0; m0 < M; m0 += 4) {
+            const float *xr[4];
+            for (size_t i = 0; i < 4; i++) xr[i] = x + (m0 + i < M ? m0 + i : M - 1) * ldx;
+            __m256 acc[4][3];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 3; j++) acc[i][j] = _mm256_setzero_ps();
+            for (size_t k = 0; k < Kv; k += 8) {
+                __m256 wv[3];
+                for (int j = 0; j < 3; j++) wv[j] = _mm256_loadu_ps(wr[j] + k);
+                for (int i = 0; i < 4; i++) {
+                    const __m256 xv = _mm256_loadu_ps(xr[i] + k);
+                    for (int j = 0; j < 3; j++) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+                }
+            }
+            if (K % 8) {
+                __m256 wv[3];
+                for (int j = 0; j < 3; j++) wv[j] = _mm256_maskload_ps(wr[j] + Kv, tail);
+                for (int i = 0; i < 4; i++) {
+                    const __m256 xv = _mm256_maskload_ps(xr[i] + Kv, tail);
+                    for (int j = 0; j < 3; j++) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+                }
+            }
+            for (size_t i = 0; i < 4 && m0 + i < M; i++)
+                for (size_t j = 0; j < 3 && n0 + j < N; j++) {
+                    float v = qk_avx2_hsum_ps(acc[i][j]);
+                    float *o = y + (m0 + i) * ldy + n0 + j;
+                    *o = accumulate ? *o + v : v;
+                }
+        }
+    }
+}
+
+/* Below this many rows of X the packed path's W panels cost more than they save. */
+#define GF_PACK_MIN_M 64
+#define GF_DOT_KC 1024
+
 void qk_gemm_f32__avx2(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, float *y, size_t ldy,
                        int accumulate) {
+    if (M < GF_PACK_MIN_M) { /* K slices keep the slice of X in L2 while W streams */
+        for (size_t k0 = 0; k0 < K; k0 += GF_DOT_KC)
+            gf_dot_slice(M, N, K - k0 < GF_DOT_KC ? K - k0 : GF_DOT_KC, x + k0, ldx, w + k0, ldw, y, ldy, accumulate || k0 > 0);
+        return;
+    }
     _Alignas(32) float panel[GF_KC * GF_NR];
     for (size_t n0 = 0; n0 < N; n0 += GF_NR) {
         const size_t nr = N - n0 < GF_NR ? N - n0 : GF_NR;
         for (size_t k0 = 0; k0 < K; k0 += GF_KC) {
             const size_t kc = K - k0 < GF_KC ? K - k0 : GF_KC;
-            for (size_t k = 0; k < kc; k++) {
-                for (size_t j = 0; j < nr; j++) panel[k * GF_NR + j] = w[(n0 + j) * ldw + k0 + k];
-                for (size_t j = nr; j < GF_NR; j++) panel[k * GF_NR + j] = 0.0f;
+            for (size_t j = 0; j < GF_NR; j++) { /* row by row: W's rows may alias in L1 at power-of-two strides */
+                const float *wr = w + (n0 + j) * ldw + k0;
+                if (j < nr)
+                    for (size_t k = 0; k < kc; k++) panel[k * GF_NR + j] = wr[k];
+                else
+                    for (size_t k = 0; k < kc; k++) panel[k * GF_NR + j] = 0.0f;
             }
             const int add = accumulate || k0 > 0;
             size_t m0 = 0;
