@@ -98,9 +98,25 @@ QK_INLINE __m256i fold4(const __m256i d[4]) {
     return _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
 }
 
-/* fold4 of vectors whose halves are consecutive groups, back in group order 0..7. */
-QK_INLINE __m256i fold4_halves(const __m256i d[4]) {
-    return _mm256_permutevar8x32_epi32(fold4(d), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+/* Four dots of 32 bytes of w4 codes, folded like fold4 of dot_w4 (groups of
+ * the 128-bit halves summed); avx2 sums in int16 first: a lane of the two
+ * horizontal adds holds 16 products of at most 15·127 (30480 < 32768). */
+QK_INLINE __m256i dot_w4_fold4(const __m256i w[4], const __m256i ev[4], const __m256i od[4]) {
+#ifdef QK_GEMV_VNNI
+    __m256i d[4];
+    for (int b = 0; b < 4; b++) d[b] = dot_w4(_mm256_setzero_si256(), w[b], ev[b], od[b]);
+    return fold4(d);
+#else
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i q[4];
+    for (int b = 0; b < 4; b++) {
+        const __m256i v = w[b];
+        q[b] = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m4), ev[b]),
+                                _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), od[b]));
+    }
+    __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(q[0], q[1]), _mm256_hadd_epi16(q[2], q[3]));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+#endif
 }
 
 /* Four f32 values as both halves of a vector. */
@@ -169,9 +185,9 @@ QK_INLINE size_t w4_g32_steps(const qk_matmul_args *a, size_t n0, const int R, c
             const uint8_t *p = t->w[r] + k / 2;
             QK_PREFETCH(p);
             QK_PREFETCH(p + 64);
-            __m256i d[4];
-            for (int b = 0; b < 4; b++) d[b] = dot_w4(_mm256_setzero_si256(), loadu256(p + 32 * b), ev[b], od[b]);
-            __m256i s = _mm256_add_epi32(fold4_halves(d), corr);
+            const __m256i w[4] = {loadu256(p), loadu256(p + 32), loadu256(p + 64), loadu256(p + 96)};
+            const __m256i f = _mm256_permutevar8x32_epi32(dot_w4_fold4(w, ev, od), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            __m256i s = _mm256_add_epi32(f, corr);
             __m256 sw = _mm256_mul_ps(qk_avx2_load8_scales(a->w->scales, (n0 + r) * ng + j, st), sa8);
             acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sw, acc[r]);
         }
@@ -199,9 +215,8 @@ QK_INLINE size_t w4_g64_steps(const qk_matmul_args *a, size_t n0, const int R, c
             const uint8_t *p = t->w[r] + k / 2;
             QK_PREFETCH(p);
             QK_PREFETCH(p + 64);
-            __m256i d[4];
-            for (int b = 0; b < 4; b++) d[b] = dot_w4(_mm256_setzero_si256(), loadu256(p + 32 * b), ev[b], od[b]);
-            __m256i f = fold4(d); /* lanes i and i+4 hold group j+i */
+            const __m256i w[4] = {loadu256(p), loadu256(p + 32), loadu256(p + 64), loadu256(p + 96)};
+            __m256i f = dot_w4_fold4(w, ev, od); /* lanes i and i+4 hold group j+i */
             __m128i gs = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
             if (w4s) gs = _mm_add_epi32(gs, corr);
             __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
@@ -422,9 +437,10 @@ QK_INLINE void q4_0_rows(const qk_matmul_args *a, size_t n0, const int R) {
             QK_PREFETCH(p);
             QK_PREFETCH(p + 64);
             QK_PREFETCH(p + 128);
-            __m256i d[4];
-            for (int q = 0; q < 4; q++) d[q] = dot_w4(_mm256_setzero_si256(), load2x128(p + 2 * q * B + 2, p + (2 * q + 1) * B + 2), alo[q], ahi[q]);
-            __m256i s = _mm256_add_epi32(fold4_halves(d), corr);
+            __m256i w[4];
+            for (int q = 0; q < 4; q++) w[q] = load2x128(p + 2 * q * B + 2, p + (2 * q + 1) * B + 2);
+            const __m256i f = _mm256_permutevar8x32_epi32(dot_w4_fold4(w, alo, ahi), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            __m256i s = _mm256_add_epi32(f, corr);
             __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi64(gather4_fp16(p, B), gather4_fp16(p + 4 * B, B)));
             acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, sa8), acc[r]);
         }
