@@ -29,15 +29,10 @@ static size_t tile_bytes(const qk_qmat *w, code_kind c) { return w->cols / w->gr
 static size_t pack_size(const qk_qmat *w, code_kind c) { return (w->rows + NR - 1) / NR * tile_bytes(w, c); }
 static size_t packed_offset(const qk_qmat *w, code_kind c, size_t n0) { return n0 / NR * tile_bytes(w, c); }
 
-/* Code of element k of row r as the packed layout stores it (see above). */
-static inline int packed_code(const qk_qmat *w, size_t r, size_t k) {
-    int q = qk_qmat_code(w, r, k);
-    return w->format == QK_W4S || w->format == QK_Q4_0 ? q & 15 : q;
-}
-
 static void pack(const qk_qmat *w, void *packed, code_kind c) {
     size_t g = w->group, ng = w->cols / g, N = w->rows;
-    uint8_t *p = packed;
+    int signed4 = w->format == QK_W4S || w->format == QK_Q4_0; /* stored nibble q+8 -> q as a signed nibble */
+    uint8_t *p = packed, t[32];
     for (size_t n0 = 0; n0 < N; n0 += NR)
         for (size_t j = 0; j < ng; j++, p += group_bytes(w, c)) {
             float d[NR] = {0}, m[NR] = {0};
@@ -45,10 +40,14 @@ static void pack(const qk_qmat *w, void *packed, code_kind c) {
             for (size_t r = 0; r < NR && n0 + r < N; r++) {
                 d[r] = qk_qmat_scale(w, n0 + r, j);
                 m[r] = qk_qmat_min(w, n0 + r, j);
-                for (size_t i = 0; i < g; i++) {
-                    int q = packed_code(w, n0 + r, j * g + i);
-                    if (c == K8S) p[64 + i * 8 + r] = (uint8_t)q;
-                    else p[64 + i * 4 + r / 2] |= (uint8_t)(q << (4 * (r & 1)));
+                for (size_t i0 = 0; i0 < g; i0 += 32) {
+                    size_t n = g - i0 < 32 ? g - i0 : 32;
+                    qk_arm_row_codes(w, n0 + r, j * g + i0, n, t);
+                    for (size_t i = 0; i < n; i++) {
+                        size_t k = i0 + i;
+                        if (c == K8S) p[64 + k * 8 + r] = t[i];
+                        else p[64 + k * 4 + r / 2] |= (uint8_t)((signed4 ? t[i] ^ 8 : t[i]) << (4 * (r & 1)));
+                    }
                 }
             }
             memcpy(p, d, sizeof d);
