@@ -63,8 +63,9 @@ static void usage(void) {
            "roofline = rate / min(peak ops of the tier, bandwidth of the level the working set lives in x\n"
            "arithmetic intensity), with the limits from `qkbench probe` (measured once, then cached).\n\n"
            "  --suite quick|full    quick (default, under 3 minutes): quantize/dequantize 16x4096 warm and\n"
-           "                        4096x4096 cold; actquant 1x4096, 64x4096; packing 4096x4096; decode gemv\n"
-           "                        1x4096x4096 cold on 1 and all cores (g = 32, 128); prefill gemm 64x256x4096.\n"
+           "                        1024x4096 cold; actquant 1x4096, 64x4096; packing 4096x4096; decode gemv\n"
+           "                        1x4096x4096 cold (g = 32 on 1 and all cores, g = 128 on 1); prefill gemm\n"
+           "                        64x256x4096.\n"
            "                        full: every group size, the LLM presets for decode (cold and warm) and\n"
            "                        packing, prefill M = 16..512 on 4096x4096, 1 and all cores\n"
            "  --filter RE           only cases whose name matches the extended regex RE; names are\n"
@@ -77,7 +78,7 @@ static void usage(void) {
            "                        head (32000x4096); PRESET@M sets M (7b-up@64). Replaces the suite's shapes.\n"
            "  --group LIST          group sizes, e.g. 32,128 or K (per channel); K must be a multiple\n"
            "  --reps N              repetitions (default 5); --benchmark_repetitions=N does the same\n"
-           "  --min-time S          minimum seconds per repetition (default 0.02)\n"
+           "  --min-time S          minimum seconds per repetition (default 0.01 quick, 0.05 full)\n"
            "  --out DIR             write the results here (default <results>/<machine>/<date>-<commit>/)\n"
            "  --results DIR         results root (default $QK_RESULTS or ./results)\n"
            "  --no-save             write no files\n"
@@ -171,7 +172,7 @@ static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
     o->plan.max_tier = QK_TIER_COUNT;
     o->reps = 5;
-    o->min_time = 0.02;
+    o->min_time = 0; /* the suite's: 0.01 s quick, 0.05 s full */
     size_t cl = 0;
     cl += (size_t)snprintf(o->command, sizeof o->command, "qkbench");
     for (int i = 0; i < argc && cl < sizeof o->command; i++)
@@ -439,6 +440,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     char f_reps[64], f_min[64];
     snprintf(f_reps, sizeof f_reps, "--benchmark_repetitions=%d", o->reps);
     snprintf(f_min, sizeof f_min, "--benchmark_min_time=%g", o->min_time);
+    if (o->min_time <= 0) o->min_time = o->plan.full ? 0.05 : 0.01;
     char *flags[70];
     int nf = 0;
     flags[nf++] = f_reps;
@@ -605,30 +607,37 @@ int qkb_run_default(int argc, char **argv) {
     char *md = NULL;
     size_t mdlen = 0;
     int arc = 0;
-    if (!interrupted && dir[0]) {
+    if (dir[0]) {
         FILE *f = open_memstream(&md, &mdlen);
-        if (qkb_tty()) fprintf(stderr, "accuracy summary...\n");
-        arc = qk_accuracy_summary(dir, f);
+        if (!interrupted) {
+            if (qkb_tty()) fprintf(stderr, "accuracy summary...\n");
+            arc = qk_accuracy_summary(dir, f);
+            if (qkb_tty()) fprintf(stderr, "plots...\n");
+            if (qkb_report(dir, 1) == 0)
+                fprintf(f, "\n## Plots\n\n![roofline](plots/roofline.png)\n\n![speed-up per tier](plots/speedup.png)\n\n"
+                           "![%% of roofline per tier](plots/roofline_fraction.png)\n\n![memory-bound ops](plots/bandwidth.png)\n\n"
+                           "![thread scaling](plots/threads.png)\n");
+            else
+                fprintf(stderr, "qkbench: no plots (qkbench report %s needs python3-matplotlib)\n", dir);
+        }
         fclose(f);
-        /* rewrite summary.md with the accuracy section */
+        /* summary.md again, now with the accuracy and plot sections */
         qkb_run_meta m;
         qkb_row *rows = NULL;
         size_t n = 0;
-        char err[400];
+        char err[400], path[1300];
         if (qkb_rows_load(dir, &m, &rows, &n, err, sizeof err) == 0) {
             qkb_skip *sk = NULL;
             size_t nsk = 0;
-            char path[1300];
             qkb_path(path, sizeof path, dir, "results.json");
             qkj *root = qkj_parse_file(path, err, sizeof err);
             const qkj *s = qkj_get(root, "skipped");
-            if (s && s->type == QKJ_ARR && s->n) {
-                sk = calloc(s->n, sizeof *sk);
-                for (size_t i = 0; sk && i < s->n; i++) {
+            if (s && s->type == QKJ_ARR && s->n && (sk = calloc(s->n, sizeof *sk)) != NULL) {
+                for (size_t i = 0; i < s->n; i++) {
                     snprintf(sk[i].name, sizeof sk[i].name, "%s", qkj_str(qkj_get(s->items[i], "name"), ""));
                     snprintf(sk[i].reason, sizeof sk[i].reason, "%s", qkj_str(qkj_get(s->items[i], "reason"), ""));
                 }
-                nsk = sk ? s->n : 0;
+                nsk = s->n;
             }
             qkj_free(root);
             if (qkb_summary_write(dir, &m, l, rows, n, sk, nsk, md, err, sizeof err)) fprintf(stderr, "qkbench: %s\n", err);
@@ -637,18 +646,12 @@ int qkb_run_default(int argc, char **argv) {
             free(sk);
             free(rows);
         }
-    } else if (dir[0]) {
-        qkb_run_meta m;
-        qkb_row *rows = NULL;
-        size_t n = 0;
-        char err[400];
-        if (qkb_rows_load(dir, &m, &rows, &n, err, sizeof err) == 0) {
-            printf("\n");
-            qkb_rows_table(stdout, rows, n, 0);
-            free(rows);
-        }
     }
-    if (md && mdlen) printf("\n%s", md);
+    if (md && mdlen) { /* the accuracy section, without the plot links */
+        char *cut = strstr(md, "\n## Plots");
+        if (cut) *cut = 0;
+        printf("\n%s", md);
+    }
     free(md);
     if (dir[0]) printf("\nresults: %s (summary.md, results.json/.csv, gbench.json, machine.json; plots: qkbench report %s)\n", dir, dir);
     return brc ? brc : arc;

@@ -5,4 +5,7 @@
 /// The default run: info, probe, the quick suite and the accuracy summary,
 /// a compact table on stdout, and a complete results folder.
 int qkb_run_default(int argc, char **argv);
+/// Render the plots of results folder dir into dir/plots (tools/qkbench_report.py).
+/// quiet: do not list the files written. 0 on success.
+int qkb_report(const char *dir, int quiet);
 #endif

@@ -176,14 +176,15 @@ typedef struct enum_ctx {
     size_t errlen;
 } enum_ctx;
 
-/* The thread counts of a config: --threads, else 1 (and all cores where the suite says). */
-static int cfg_threads(const enum_ctx *e, const cfg *g, int *t) {
+/* The thread counts of a config: --threads, else 1 (and all cores where the
+ * suite says; the quick suite only at g = 32). */
+static int cfg_threads(const enum_ctx *e, const cfg *g, size_t group, int *t) {
     if (e->nthreads) {
         memcpy(t, e->threads, sizeof e->threads);
         return e->nthreads;
     }
     t[0] = 1;
-    if ((g->all_threads || e->o->full) && e->ncores > 1) return t[1] = e->ncores, 2;
+    if ((e->o->full || (g->all_threads && group == 32)) && e->ncores > 1) return t[1] = e->ncores, 2;
     return 1;
 }
 
@@ -222,7 +223,7 @@ static int check_group(enum_ctx *e, size_t K, size_t g) {
 static void add(enum_ctx *e, const cfg *g, qkb_kind kind, const void *kernel, const char *kname, qk_tier tier, qk_format f,
                 qk_mode mode, qk_act_rule rule, unsigned nr, size_t group) {
     int ts[8], colds[2];
-    int nt = cfg_threads(e, g, ts), nc = cfg_colds(e, g, colds);
+    int nt = cfg_threads(e, g, group, ts), nc = cfg_colds(e, g, colds);
     for (int ci = 0; ci < nc; ci++)
         for (int ti = 0; ti < nt; ti++) {
             if (kind == QKB_PACK && ts[ti] > 1) continue; /* packing runs on one thread */
@@ -399,7 +400,10 @@ static void free_entry(wentry *e) {
     memset(e, 0, sizeof *e);
 }
 
+static void stash_release(void);
+
 void qkb_cases_release_cache(void) {
+    stash_release();
     for (int i = 0; i < 2; i++) free_entry(&wcache[i]);
     for (int i = 0; i < xcache.n; i++) free(xcache.x[i]);
     free(xcache.x);
@@ -511,9 +515,59 @@ struct qkb_res {
     char err[200];
 };
 
+/* The plans (packed weights) of the last matmul case, kept for the next case
+ * with the same kernel, weights and M (its other thread count or cache state). */
+static struct {
+    const void *kernel;
+    size_t M, N, K, group;
+    int n;
+    qk_matmul_plan *plan;
+} pstash;
+
+static void stash_release(void) {
+    for (int i = 0; i < pstash.n; i++) qk_matmul_release(&pstash.plan[i]);
+    free(pstash.plan);
+    memset(&pstash, 0, sizeof pstash);
+}
+
+static void stash_keep(qkb_case *c) {
+    qkb_res *r = c->res;
+    if (c->kind != QKB_MATMUL && c->kind != QKB_PACK) return;
+    for (int i = 0; i < r->ncopies; i++)
+        if (!r->have_plan[i]) return;
+    stash_release();
+    pstash.kernel = c->kernel;
+    pstash.M = c->kind == QKB_PACK ? 1 : c->M;
+    pstash.N = c->N, pstash.K = c->K, pstash.group = c->group;
+    pstash.n = r->ncopies;
+    pstash.plan = r->plan;
+    r->plan = NULL;
+    memset(r->have_plan, 0, (size_t)r->ncopies * sizeof(int));
+}
+
+/* Adopt the stashed plans if they fit; 1 if adopted. */
+static int stash_take(qkb_case *c) {
+    qkb_res *r = c->res;
+    size_t M = c->kind == QKB_PACK ? 1 : c->M;
+    if (pstash.kernel != c->kernel || pstash.M != M || pstash.N != c->N || pstash.K != c->K || pstash.group != c->group ||
+        pstash.n != r->ncopies) {
+        stash_release();
+        return 0;
+    }
+    free(r->plan);
+    r->plan = pstash.plan;
+    for (int i = 0; i < r->ncopies; i++) {
+        r->plan[i].w = &r->w[i];
+        r->have_plan[i] = 1;
+    }
+    memset(&pstash, 0, sizeof pstash);
+    return 1;
+}
+
 void qkb_case_teardown(qkb_case *c) {
     qkb_res *r = c->res;
     if (!r) return;
+    stash_keep(c);
     for (int i = 0; i < r->ncopies; i++) {
         if (r->x) free(r->x[i]);
         if (r->y) free(r->y[i]);
@@ -593,6 +647,11 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
             qkb_case_teardown(c);
             return -1;
         }
+        int adopted = 0;
+        if (c->kind != QKB_DEQUANTIZE) {
+            for (int i = 0; i < n; i++) r->w[i] = m[i], r->w[i].owned_ = NULL;
+            adopted = stash_take(c);
+        }
         for (int i = 0; i < n; i++) {
             r->w[i] = m[i]; /* a view: the cache owns the storage */
             r->w[i].owned_ = NULL;
@@ -603,9 +662,11 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
             }
             const qk_matmul_kernel *k = c->kernel;
             qk_op op = c->kind == QKB_PACK ? k->op : (c->M == 1 && k->op == QK_OP_GEMV ? QK_OP_GEMV : QK_OP_GEMM);
-            if (qk_matmul_prepare(&r->plan[i], k, op, c->mode, &r->w[i], c->kind == QKB_PACK ? 1 : c->M) != QK_OK)
-                FAIL("%s", qk_last_error());
-            r->have_plan[i] = 1;
+            if (!adopted) {
+                if (qk_matmul_prepare(&r->plan[i], k, op, c->mode, &r->w[i], c->kind == QKB_PACK ? 1 : c->M) != QK_OK)
+                    FAIL("%s", qk_last_error());
+                r->have_plan[i] = 1;
+            }
             if (r->pool)
                 for (int t = 0; t < c->threads; t++) {
                     size_t n0, n1;

@@ -1,6 +1,7 @@
 /* qkbench report DIR: plots of a results folder (roofline, bandwidth, speed-up
  * per tier, thread scaling) as PNG and SVG in DIR/plots/, drawn by matplotlib
  * through tools/qkbench_report.py. */
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "commands.h"
 #include "qkb_build_info.h"
 #include "results.h"
@@ -35,6 +37,38 @@ static const char *script_path(char *buf, size_t n) {
         }
     }
     return NULL;
+}
+
+int qkb_report(const char *dir, int quiet) {
+    char rj[1200];
+    qkb_path(rj, sizeof rj, dir, "results.json");
+    if (!readable(rj)) {
+        fprintf(stderr, "qkbench report: %s is not a results folder (no results.json)\n", dir);
+        return 2;
+    }
+    char sbuf[1200];
+    const char *script = script_path(sbuf, sizeof sbuf);
+    if (!script) {
+        fprintf(stderr, "qkbench report: cannot find qkbench_report.py (set QK_REPORT_SCRIPT)\n");
+        return 2;
+    }
+    const char *py = getenv("QK_PYTHON");
+    if (!py || !*py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    char *args[] = {(char *)py, (char *)script, (char *)dir, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (quiet) posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    fflush(stdout);
+    int rc = posix_spawnp(&pid, py, &fa, NULL, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "qkbench report: cannot run %s (install python3 and python3-matplotlib)\n", py);
+        return 2;
+    }
+    int st;
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st)) return 2;
+    return WEXITSTATUS(st);
 }
 
 int qk_cmd_report(int argc, char **argv) {
@@ -65,28 +99,5 @@ int qk_cmd_report(int argc, char **argv) {
         fprintf(stderr, "qkbench report: needs a results folder (see qkbench report --help)\n");
         return 2;
     }
-    char rj[1200];
-    qkb_path(rj, sizeof rj, dir, "results.json");
-    if (!readable(rj)) {
-        fprintf(stderr, "qkbench report: %s is not a results folder (no results.json)\n", dir);
-        return 2;
-    }
-    char sbuf[1200];
-    const char *script = script_path(sbuf, sizeof sbuf);
-    if (!script) {
-        fprintf(stderr, "qkbench report: cannot find qkbench_report.py (set QK_REPORT_SCRIPT)\n");
-        return 2;
-    }
-    const char *py = getenv("QK_PYTHON");
-    if (!py || !*py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    char *args[] = {(char *)py, (char *)script, (char *)dir, NULL};
-    pid_t pid;
-    int rc = posix_spawnp(&pid, py, NULL, NULL, args, environ);
-    if (rc != 0) {
-        fprintf(stderr, "qkbench report: cannot run %s (install python3 and python3-matplotlib)\n", py);
-        return 2;
-    }
-    int st;
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st)) return 2;
-    return WEXITSTATUS(st);
+    return qkb_report(dir, 0);
 }
