@@ -293,9 +293,9 @@ static void add_skip(bench_run *b, const char *name, const char *reason) {
 }
 
 static void save(bench_run *b) {
+    qkb_rows_speedups(b->rows, b->nrows);
     if (!b->save) return;
     char err[400];
-    qkb_rows_speedups(b->rows, b->nrows);
     if (qkb_rows_write(b->dir, &b->meta, b->rows, b->nrows, b->skips, b->nskip, err, sizeof err))
         fprintf(stderr, "qkbench bench: %s\n", err);
 }

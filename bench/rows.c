@@ -282,12 +282,13 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
                 hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]);
     }
     char *done = calloc(n ? n : 1, 1);
-    int over = 0;
+    int over = 0, any = 0;
+    for (size_t i = 0; i < n; i++) any |= rows[i].headline;
     for (size_t i = 0; i < n; i++) {
-        if (!rows[i].headline || done[i]) continue;
+        if ((any && !rows[i].headline) || done[i]) continue;
         size_t best = i;
         for (size_t j = i; j < n; j++) {
-            if (!rows[j].headline || strcmp(rows[j].op, rows[i].op) || strcmp(rows[j].what, rows[i].what) ||
+            if ((any && !rows[j].headline) || strcmp(rows[j].op, rows[i].op) || strcmp(rows[j].what, rows[i].what) ||
                 strcmp(rows[j].format, rows[i].format) || !same_config(&rows[i], &rows[j]))
                 continue;
             done[j] = 1;

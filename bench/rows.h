@@ -72,8 +72,9 @@ int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, 
 /// Read the rows of a results.json (path to the file or to its folder).
 int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, char *err, size_t errlen);
 
-/// The compact table: best tier per op/mode/format among headline rows
-/// (time, GB/s or GOP/s, % of roofline, speed-up over scalar).
+/// The compact table: best tier per op/mode/format among headline rows, or per
+/// configuration among all rows when none is a headline row (time, GB/s or
+/// GOP/s, % of roofline, speed-up over scalar).
 void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int markdown);
 /// summary.md into dir (limits, compact table, all rows, skipped cases).
 int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *l, const qkb_row *rows, size_t n,
