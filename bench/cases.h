@@ -88,6 +88,9 @@ void qkb_case_roofline(qkb_case *c, const qkb_limits *l);
 
 /// Allocate and fill the case's buffers (cold: copies rotated so that they
 /// exceed the last-level cache `llc` bytes), pin its threads. -1 with a message.
+/// One case is set up at a time: weights, their cold copies, quantize inputs and
+/// packed plans are shared with the next case through a small cache, so tear a
+/// case down before setting up the next (qkb_cases_release_cache at the end).
 int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen);
 /// One call of the timed operation (the next buffer copy when cold).
 /// 0, or -1 with a message in err.
