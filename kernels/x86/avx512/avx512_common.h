@@ -17,6 +17,17 @@ static inline __mmask32 qk512_mask32(size_t n) { return n >= 32 ? (__mmask32)0xf
 /// Mask of the first n (<= 64) lanes.
 static inline __mmask64 qk512_mask64(size_t n) { return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1u); }
 
+/// n (<= 16) floats / int32 / fp16 values from p, zero-filled. A masked load
+/// is used only for a partial vector: on this core family a masked load that
+/// misses the cache stalls far longer than a plain one.
+static inline __m512 qk512_load16_ps(const float *p, size_t n) { return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(qk512_mask16(n), p); }
+static inline __m512i qk512_load16_epi32(const int32_t *p, size_t n) {
+    return n >= 16 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(qk512_mask16(n), p);
+}
+static inline __m512 qk512_load16_ph(const uint16_t *p, size_t n) {
+    return _mm512_cvtph_ps(n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(qk512_mask16(n), p));
+}
+
 /// round-half-away-from-zero(v) as int32, exactly roundf for |v| < 2^31:
 /// trunc(v + copysign(0.5 - 2^-25, v)) (checked on every float).
 static inline __m512i qk512_cvt_round_away(__m512 v) {

@@ -28,9 +28,8 @@ QK_INLINE void store16(float *p, __m512 v, int nt) {
 
 /* Scales (or offsets) of 16 consecutive groups as f32, n <= 16 valid. */
 QK_INLINE __m512 load_scales16(const void *p, size_t i, qk_scale_type st, size_t n) {
-    __mmask16 m = qk512_mask16(n);
-    if (st == QK_SCALE_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i));
-    return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+    if (st == QK_SCALE_F16) return qk512_load16_ph((const uint16_t *)p + i, n);
+    return qk512_load16_ps((const float *)p + i, n);
 }
 
 /* 32 values from 16 code bytes b (element 2i: low nibble of byte i, 2i+1:

@@ -117,7 +117,7 @@ QK_INLINE void ga_tile(ga_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         GA_UNROLL for (size_t b = 0; b < GA_NB; b++) {
             size_t c = 16 * b;
             acc[m][b] = _mm512_setzero_ps();
-            if (!first && c < nc) acc[m][b] = _mm512_maskz_loadu_ps(qk512_mask16(nc - c), y + c);
+            if (!first && c < nc) acc[m][b] = qk512_load16_ps(y + c, nc - c);
         }
     }
     for (size_t kg = k0; kg < k1;) {

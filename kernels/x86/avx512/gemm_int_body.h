@@ -217,7 +217,7 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
             size_t c = 16 * b;
             accf[m][b] = _mm512_setzero_ps();
-            if (!first && c < nc) accf[m][b] = _mm512_maskz_loadu_ps(qk512_mask16(nc - c), y + c);
+            if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
         }
     }
     for (size_t kg = k0; kg < k1;) {
@@ -280,7 +280,7 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
             size_t c = 16 * b;
             accf[m][b] = _mm512_setzero_ps();
-            if (!first && c < nc) accf[m][b] = _mm512_maskz_loadu_ps(qk512_mask16(nc - c), y + c);
+            if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
         }
     }
     const uint8_t *gp = tp + j0 * gb;

@@ -93,11 +93,9 @@ QK_INLINE float gi_wscale(gi_fmt f, const qk_qmat *w, const uint8_t *row, size_t
     return gi_scale(w->scales, n * ng + j, w->scale_type);
 }
 
-/* g = 32: two groups per 64-value chunk. */
 /* Scales of groups j..j+n-1 (n <= 16) of one row as f32 (q4_0/q8_0: the
  * blocks' fp16 d, assembled in general registers: a vpgatherdd costs more). */
 QK_INLINE __m512 gi_wscales16(gi_fmt f, const qk_qmat *w, const uint8_t *row, size_t n_row, size_t ng, size_t j, size_t n) {
-    __mmask16 m = qk512_mask16(n);
     if (f == GI_Q4_0 || f == GI_Q8_0) {
         const size_t bytes = f == GI_Q4_0 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES;
         const uint8_t *p = row + j * bytes;
@@ -121,8 +119,8 @@ QK_INLINE __m512 gi_wscales16(gi_fmt f, const qk_qmat *w, const uint8_t *row, si
         }
         return _mm512_cvtph_ps(_mm256_setr_epi64x((long long)u0, (long long)u1, (long long)u2, (long long)u3));
     }
-    if (w->scale_type == QK_SCALE_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)w->scales + n_row * ng + j));
-    return _mm512_maskz_loadu_ps(m, (const float *)w->scales + n_row * ng + j);
+    if (w->scale_type == QK_SCALE_F16) return qk512_load16_ph((const uint16_t *)w->scales + n_row * ng + j, n);
+    return qk512_load16_ps((const float *)w->scales + n_row * ng + j, n);
 }
 
 /* g = 32: two groups per 64-value chunk; the scales of 16 groups (sw·sa) are
@@ -141,7 +139,7 @@ QK_INLINE void gi_rows_pair(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t
     const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     for (size_t j0 = 0; j0 < ng; j0 += 16) {
         size_t nj = ng - j0 < 16 ? ng - j0 : 16;
-        __m512 sa16 = _mm512_maskz_loadu_ps(qk512_mask16(nj), xq->scales + j0);
+        __m512 sa16 = qk512_load16_ps(xq->scales + j0, nj);
         for (size_t r = 0; r < nr; r++) s16[r] = _mm512_mul_ps(gi_wscales16(f, w, row[r], n0 + r, ng, j0, nj), sa16);
         __m512i idx = idx0;
         size_t kend = (j0 + nj) * 32;
@@ -208,20 +206,34 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
     size_t ng = a->K / a->group;
     __m512 acc = _mm512_setzero_ps();
     for (size_t j = 0; j < ng; j += 16) {
-        __mmask16 m = qk512_mask16(ng - j);
-        __m512 mv = w->scale_type == QK_SCALE_F16
-                        ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)w->mins + n * ng + j))
-                        : _mm512_maskz_loadu_ps(m, (const float *)w->mins + n * ng + j);
-        __m512 ca = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, xq->scales + j), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, xq->sums + j)));
+        size_t nj = ng - j;
+        __m512 mv = w->scale_type == QK_SCALE_F16 ? qk512_load16_ph((const uint16_t *)w->mins + n * ng + j, nj)
+                                                  : qk512_load16_ps((const float *)w->mins + n * ng + j, nj);
+        __m512 ca = _mm512_mul_ps(qk512_load16_ps(xq->scales + j, nj), _mm512_cvtepi32_ps(qk512_load16_epi32(xq->sums + j, nj)));
         acc = _mm512_fmadd_ps(mv, ca, acc);
     }
     return _mm512_reduce_add_ps(acc);
 }
 
+/* Prefetch the scales (and offsets) of rows [n0, n1): read 16 groups at a
+ * time, row after row, they are a pattern the hardware prefetcher misses. */
+static void gi_prefetch_scales(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t n1) {
+    const qk_qmat *w = a->w;
+    if (f == GI_Q4_0 || f == GI_Q8_0 || n0 >= n1) return;
+    size_t ss = w->scale_type == QK_SCALE_F16 ? 2 : 4, ng = a->K / a->group, bytes = (n1 - n0) * ng * ss;
+    const char *s = (const char *)w->scales + n0 * ng * ss, *m = f == GI_W4A ? (const char *)w->mins + n0 * ng * ss : NULL;
+    for (size_t i = 0; i < bytes; i += 64) {
+        _mm_prefetch(s + i, _MM_HINT_T0);
+        if (m) _mm_prefetch(m + i, _MM_HINT_T0);
+    }
+}
+
 QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
     int pair = a->group == 32;
     size_t n = 0;
+    gi_prefetch_scales(f, a, 0, GI_R < a->N ? GI_R : a->N);
     for (; n + GI_R <= a->N; n += GI_R) {
+        gi_prefetch_scales(f, a, n + GI_R, n + 2 * GI_R < a->N ? n + 2 * GI_R : a->N);
         if (pair) gi_rows_pair(f, a, n, GI_R);
         else gi_rows_group(f, a, n, GI_R);
     }
