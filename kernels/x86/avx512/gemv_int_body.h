@@ -32,6 +32,10 @@
 
 enum { GI_R = 4, GI_FLUSH = 32768 };
 
+/* Bytes of each weight row prefetched ahead: with several rows in flight the
+ * hardware prefetchers alone leave DRAM bandwidth unused. */
+#define GI_PF 1024
+
 typedef enum { GI_W4S, GI_W4A, GI_W8S, GI_Q4_0, GI_Q8_0 } gi_fmt;
 
 QK_INLINE int gi_off(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0 ? QK_W8_OFF : f == GI_W4A ? 0 : 8; }
@@ -79,6 +83,17 @@ QK_INLINE __m512i gi_weights(gi_fmt f, const uint8_t *row, size_t k, size_t nval
     case GI_Q4_0: return gi_q4_0_codes(row + (k / 32) * QK_Q4_0_BYTES, nvals > 32);
     default: return qk8_weights(gi_q8_0_codes(row + (k / 32) * QK_Q8_0_BYTES, nvals > 32));
     }
+}
+
+/* Prefetch the weights of row `row` GI_PF bytes past those of chunk k (a
+ * 64-value chunk spans at most 68 bytes, so two lines cover it). */
+QK_INLINE void gi_prefetch(gi_fmt f, const uint8_t *row, size_t k) {
+    const uint8_t *p = f == GI_W4S || f == GI_W4A ? row + k / 2
+                       : f == GI_W8S              ? row + k
+                       : f == GI_Q4_0             ? row + (k / 32) * QK_Q4_0_BYTES
+                                                  : row + (k / 32) * QK_Q8_0_BYTES;
+    _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
+    if (f == GI_W8S || f == GI_Q8_0) _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
 }
 
 QK_INLINE __m512i gi_dot(gi_fmt f, __m512i acc, __m512i w, __m512i a, qk8_act ap) {
@@ -149,6 +164,7 @@ QK_INLINE void gi_rows_pair(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t
             qk8_act ap = qk8_act_prep(av);
             __m512i corr = gi_lane_corr(off, av);
             for (size_t r = 0; r < nr; r++) {
+                gi_prefetch(f, row[r], k);
                 __m512i d = gi_dot(f, corr, gi_weights(f, row[r], k, nv), av, ap);
                 acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s16[r]), acc[r]);
             }
@@ -188,7 +204,10 @@ QK_INLINE void gi_rows_group(gi_fmt f, const qk_matmul_args *a, size_t n0, size_
                 size_t nv = stop - k < 64 ? stop - k : 64;
                 __m512i av = nv == 64 ? _mm512_loadu_si512(xq->codes + k) : _mm512_maskz_loadu_epi8(qk512_mask64(nv), xq->codes + k);
                 qk8_act ap = qk8_act_prep(av);
-                for (size_t r = 0; r < nr; r++) d[r] = gi_dot(f, d[r], gi_weights(f, row[r], k, nv), av, ap);
+                for (size_t r = 0; r < nr; r++) {
+                    gi_prefetch(f, row[r], k);
+                    d[r] = gi_dot(f, d[r], gi_weights(f, row[r], k, nv), av, ap);
+                }
             }
             for (size_t r = 0; r < nr; r++) {
                 __m512 s = _mm512_mul_ps(_mm512_set1_ps(gi_wscale(f, w, row[r], n0 + r, ng, j)), sa);
