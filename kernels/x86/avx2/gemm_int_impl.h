@@ -60,22 +60,26 @@ QK_GINLINE size_t gemm_packed_offset(const qk_qmat *w, gemm_layout L, size_t n0)
  * U4Q, the signed code q otherwise; zero beyond K. */
 static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t cnt, int8_t *out) {
     const uint8_t *row = w->codes + n * w->row_bytes;
-    for (size_t i = 0; i < cnt; i++) {
-        size_t k = k0 + i;
-        int c;
-        switch (w->format) {
-        case QK_W4S:
-        case QK_W4A: c = (row[k / 2] >> (4 * (k & 1))) & 15; break;
-        case QK_W8S: c = (int8_t)row[k]; break;
-        case QK_Q4_0: {
+    size_t i = 0;
+    switch (w->format) {
+    case QK_W4S:
+    case QK_W4A:
+        if (k0 % 2 == 0)
+            for (; i + 32 <= cnt; i += 32) /* element 2j low nibble, 2j+1 high */
+                _mm256_storeu_si256((__m256i *)(out + i), qk_avx2_unpack_nibbles(_mm_loadu_si128((const __m128i *)(row + (k0 + i) / 2))));
+        for (; i < cnt; i++) out[i] = (int8_t)((row[(k0 + i) / 2] >> (4 * ((k0 + i) & 1))) & 15);
+        break;
+    case QK_W8S: memcpy(out, row + k0, cnt); break;
+    case QK_Q4_0:
+        for (; i < cnt; i++) {
+            const size_t k = k0 + i, j = k % 32;
             const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
-            size_t j = k % 32;
-            c = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
-            break;
+            out[i] = (int8_t)(j < 16 ? qs[j] & 15 : qs[j - 16] >> 4);
         }
-        default: c = (int8_t)row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32]; break;
-        }
-        out[i] = (int8_t)c;
+        break;
+    default:
+        for (; i < cnt; i++) out[i] = (int8_t)row[((k0 + i) / 32) * QK_Q8_0_BYTES + 2 + (k0 + i) % 32];
+        break;
     }
 }
 
