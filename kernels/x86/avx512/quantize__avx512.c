@@ -18,6 +18,10 @@
 
 enum { CHUNK = 16 };
 
+/* Floats prefetched ahead of the first pass (DRAM-resident rows). */
+#define PF 1024
+#define PREFETCH(p) _mm_prefetch((const char *)((p) + PF), _MM_HINT_T0)
+
 /* ---- code packing ---- */
 
 /* 64 int32 codes (-128..127) in a, b, c, d -> 64 int8 in order. */
@@ -102,6 +106,7 @@ QK_INLINE void sym_fast(const float *const *p, size_t g, int w8, int clamp, cons
     __m512i am[CHUNK];
 #pragma GCC unroll 16
     for (size_t i = 0; i < CHUNK; i++) {
+        for (size_t k = 0; k < g; k += 16) PREFETCH(p[i] + k);
         __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab);
         __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab);
         for (size_t k = 32; k < g; k += 32) {
@@ -271,6 +276,7 @@ QK_INLINE void w4a_fast(const float *const *p, size_t g, int clamp, const qk_qma
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
 #pragma GCC unroll 16
     for (size_t i = 0; i < CHUNK; i++) {
+        for (size_t k = 0; k < g; k += 16) PREFETCH(p[i] + k);
         __m512 v0 = _mm512_loadu_ps(p[i]), v1 = _mm512_loadu_ps(p[i] + 16);
         __m512 mn = _mm512_min_ps(v0, v1), mx = _mm512_max_ps(v0, v1);
         __m512i nb = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
@@ -346,6 +352,11 @@ int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) {
 QK_INLINE __m512i block_absmax(const float *const *p, size_t n) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i am[CHUNK];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < n; i++) {
+        PREFETCH(p[i]);
+        PREFETCH(p[i] + 16);
+    }
 #pragma GCC unroll 16
     for (size_t i = 0; i < CHUNK; i++)
         am[i] = i < n ? _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab),
