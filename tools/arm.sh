@@ -96,9 +96,10 @@ finish() {
 
 # ---- 2. cross build ----
 configure() {
+  mkdir -p "$build" || return 1
   cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake -DQK_WERROR=ON \
-    "-DQK_EMULATOR=qemu-aarch64;-L;$sysroot" >"$build.configure.log" 2>&1 ||
-    { cat "$build.configure.log"; return 1; }
+    "-DQK_EMULATOR=qemu-aarch64;-L;$sysroot" >"$build/arm-configure.log" 2>&1 ||
+    { cat "$build/arm-configure.log"; return 1; }
 }
 step "aarch64: configure ($build)" configure || true
 [ $failed -eq 0 ] || finish
