@@ -87,7 +87,7 @@ void qkb_case_derive(qkb_case *c);
 void qkb_case_roofline(qkb_case *c, const qkb_limits *l);
 
 /// Allocate and fill the case's buffers (cold: copies rotated so that they
-/// exceed the last-level cache `llc` bytes), pin its threads. -1 with a message.
+/// exceed 4x the last-level cache `llc` bytes: AMD L3s are not LRU), pin its threads.
 /// One case is set up at a time: weights, their cold copies, quantize inputs and
 /// packed plans are shared with the next case through a small cache, so tear a
 /// case down before setting up the next (qkb_cases_release_cache at the end).
