@@ -28,12 +28,12 @@ static float *gen(const qk_gen_spec *s, uint64_t seed, size_t rows, size_t K) {
 }
 
 static void test_detection(void) {
-    const size_t M = 64, K = 4096;
+    const size_t M = 64, K = tu_quick() ? 1024 : 4096;
     static const double ps[] = {0.001, 0.005, 0.01}, as[] = {10, 30, 100};
     uint32_t *idx = malloc(K * sizeof *idx);
     size_t *planted = malloc(K * sizeof *planted);
     int cases = 0, exact = 0;
-    for (uint64_t seed = 42; seed < 45; seed++)
+    for (uint64_t seed = 42; seed < (tu_quick() ? 43u : 45u); seed++)
         for (int pi = 0; pi < 3; pi++)
             for (int ai = 0; ai < 3; ai++) {
                 qk_gen_spec s;
@@ -62,7 +62,7 @@ static void test_detection(void) {
 
     qk_gen_spec g;
     qk_gen_spec_default(&g);
-    for (uint64_t seed = 1; seed <= 5; seed++) {
+    for (uint64_t seed = 1; seed <= (tu_quick() ? 2u : 5u); seed++) {
         float *x = gen(&g, seed, M, K);
         if (!x) continue;
         qk_outlier_rule r;
@@ -81,8 +81,8 @@ static void test_detection(void) {
 }
 
 static void test_recovery(void) {
-    const size_t M = 16, N = 256, K = 1024, Mc = 64;
-    qk_outlier_cfg c = {128, {6.0, 0, 0}, 0.5, 1024, 0, 0, qk_acc_threads()};
+    const size_t M = tu_quick() ? 8 : 16, N = tu_quick() ? 128 : 256, K = tu_quick() ? 512 : 1024, Mc = 64;
+    qk_outlier_cfg c = {128, {6.0, 0, 0}, 0.5, K, 0, 0, qk_acc_threads()};
     qk_gen_spec gw;
     qk_gen_spec_default(&gw);
     float *w = malloc(N * K * sizeof *w);
@@ -92,11 +92,12 @@ static void test_recovery(void) {
         free(w);
         return;
     }
-    static const double ps[] = {0.005, 0.01}, as[] = {10, 30};
+    static const double ps[] = {0.01, 0.005}, as[] = {30, 10};
     qk_outlier_row all[4 * QK_OS_COUNT];
     size_t n = 0;
-    for (int pi = 0; pi < 2; pi++)
-        for (int ai = 0; ai < 2; ai++) {
+    const int np = tu_quick() ? 1 : 2; /* quick (emulated) runs: p = 1%, alpha = 30 only */
+    for (int pi = 0; pi < np; pi++)
+        for (int ai = 0; ai < np; ai++) {
             qk_gen_spec s;
             qk_gen_spec_default(&s);
             s.dist = QK_DIST_OUTLIER, s.outlier_frac = ps[pi], s.outlier_alpha = as[ai];
