@@ -113,7 +113,7 @@ static void test_gemm_f32(tu_rng *rng) {
             tu_skipf("%s: %s", k->name, why);
             continue;
         }
-        size_t shapes[][3] = {{1, 1, 1}, {1, 7, 5}, {3, 17, 33}, {5, 33, 129}, {17, 19, 256}, {1, 67, tu_quick() ? 1024 : 4096}};
+        size_t shapes[][3] = {{1, 1, 1}, {1, 7, 5}, {3, 17, 33}, {5, 33, 129}, {17, 19, 256}, {70, 37, 300}, {1, 67, tu_quick() ? 1024 : 4096}};
         int good = 0, n = 0;
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
             for (int acc = 0; acc <= 1; acc++) {
