@@ -47,6 +47,7 @@ typedef struct qkb_case {
     char level[8];           ///< the level the working set lives in
     char bound[8];           ///< "compute" or "memory": which term sets the roofline
     char skip[200];          ///< non-empty: the case cannot run here, and why
+    int batch;               ///< calls per Google Benchmark iteration (set when first run; 0 before)
     qkb_res *res;            ///< buffers while set up
 } qkb_case;
 

@@ -180,34 +180,48 @@ def plot_bandwidth(rows, outdir, title, written):
 
 
 def plot_threads(rows, outdir, title, written):
+    """Per configuration measured on 1 and N threads: the best variant of each tier
+    (by its one-thread time) and its time on 1 thread / time on N threads."""
     by = {}
     for r in rows:
-        if r["median_s"] <= 0:
-            continue
-        k = (r["kernel"],) + config_key(r)[:8] + (r["cache"],)
-        by.setdefault(k, {})[r["threads"]] = r
-    pts = [(k, d) for k, d in by.items() if 1 in d and len(d) > 1]
-    if not pts:
-        return
-    fig, ax = plt.subplots(figsize=(max(8, 0.35 * len(pts) + 3), 5.5))
-    tmax = max(max(d) for _, d in pts)
-    labels = []
-    for i, (k, d) in enumerate(sorted(pts, key=lambda p: (tier_rank(p[1][1]["tier"]), p[0]))):
-        r1 = d[1]
-        for t, r in sorted(d.items()):
-            if t == 1:
+        if r["median_s"] > 0:
+            by.setdefault(config_key(r)[:8] + (r["cache"],), {}).setdefault(r["kernel"], {})[r["threads"]] = r
+    groups = []
+    tmax = 1
+    for k, kernels in by.items():
+        d = {}
+        for kern, th in kernels.items():
+            if 1 not in th or len(th) < 2:
                 continue
-            ax.bar(i, r1["median_s"] / r["median_s"], color=COLORS.get(r1["tier"], "k"), width=0.7,
-                   label=r1["tier"] if r1["tier"] not in labels else None)
-            if r1["tier"] not in labels:
-                labels.append(r1["tier"])
+            t = max(th)
+            tmax = max(tmax, t)
+            r1 = th[1]
+            if r1["tier"] not in d or r1["median_s"] < d[r1["tier"]][0]["median_s"]:
+                d[r1["tier"]] = (r1, th[t])
+        if d:
+            groups.append((label(next(iter(d.values()))[0]), d))
+    if not groups:
+        return
+    tiers = sorted({t for _, d in groups for t in d}, key=tier_rank)
+    fig, ax = plt.subplots(figsize=(max(8, 0.5 * len(groups) + 3), 5.5))
+    n = len(tiers)
+    width = 0.8 / max(n, 1)
+    for i, t in enumerate(tiers):
+        xs, ys = [], []
+        for gi, (_, d) in enumerate(groups):
+            if t in d:
+                xs.append(gi - 0.4 + width * (i + 0.5))
+                ys.append(d[t][0]["median_s"] / d[t][1]["median_s"])
+        ax.bar(xs, ys, width=width, color=COLORS.get(t, "k"), label=t)
     ax.axhline(1, color="k", lw=0.8)
     ax.axhline(tmax, color="k", lw=0.8, ls=":")
-    ax.set_xticks(range(len(pts)))
-    ax.set_xticklabels([label(d[1]) + " " + d[1]["kernel"].replace("qk_", "") for _, d in
-                        sorted(pts, key=lambda p: (tier_rank(p[1][1]["tier"]), p[0]))], rotation=70, ha="right", fontsize=6)
-    ax.set_ylabel("time on 1 thread / time on %d threads" % tmax)
-    ax.set_title("Thread scaling (pinned, one thread per core; dotted: linear): %s" % title, fontsize=9)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g[0] for g in groups], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("time on 1 thread / time on %d threads (median)" % tmax)
+    ax.set_title("Thread scaling, best variant of each tier (pinned, one thread per core; dotted: linear): %s" % title,
+                 fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7)
     save(fig, outdir, "threads", written)
 
