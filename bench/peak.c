@@ -38,15 +38,15 @@ NO_VECTORIZE double qkb_peak_f32__scalar(uint64_t iters, volatile double *sink) 
 
 /* 8 chains of acc += x·y on int32 (what the reference's integer dot does per element). */
 NO_VECTORIZE double qkb_peak_i8__scalar(uint64_t iters, volatile double *sink) {
-    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    uint32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0; /* wrap, as int32 SIMD lanes do */
     int32_t x = 93, y = -71;
     for (uint64_t it = 0; it < iters; it++) {
         OPAQUE(x);
         OPAQUE(y);
-        s0 += x * y, s1 += (x + 1) * y, s2 += x * (y + 1), s3 += (x - 1) * y;
-        s4 += x * (y - 1), s5 += (x + 2) * y, s6 += x * (y + 2), s7 += (x - 2) * y;
+        s0 += (uint32_t)(x * y), s1 += (uint32_t)((x + 1) * y), s2 += (uint32_t)(x * (y + 1)), s3 += (uint32_t)((x - 1) * y);
+        s4 += (uint32_t)(x * (y - 1)), s5 += (uint32_t)((x + 2) * y), s6 += (uint32_t)(x * (y + 2)), s7 += (uint32_t)((x - 2) * y);
     }
-    *sink = (double)s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
+    *sink = (double)(s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7);
     return (double)iters * 8 * 2;
 }
 

@@ -9,6 +9,15 @@
 
 #define OPAQUE(v) __asm__ volatile("" : "+v"(v))
 
+/* Lane sums without the reduce intrinsics' signed (overflowing) scalar adds. */
+static double hsum_epi32(__m512i v) {
+    int32_t s[16];
+    _mm512_storeu_si512(s, v);
+    double t = 0;
+    for (int i = 0; i < 16; i++) t += s[i];
+    return t;
+}
+
 /* 12 independent FMA chains. */
 double qkb_peak_f32__avx512(uint64_t iters, volatile double *sink) {
     __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
@@ -44,7 +53,7 @@ double qkb_peak_i8__avx512(uint64_t iters, volatile double *sink) {
         c5 = _mm512_add_epi32(c5, _mm512_madd_epi16(_mm512_maddubs_epi16(u5, s), one));
     }
     __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)), _mm512_add_epi32(c4, c5));
-    *sink = (double)_mm512_reduce_add_epi32(t);
+    *sink = hsum_epi32(t);
     return (double)iters * 6 * 64 * 2;
 }
 
@@ -57,5 +66,8 @@ uint64_t qkb_read__avx512(const void *buf, size_t bytes) {
         s0 = _mm512_add_epi64(s0, _mm512_load_si512(p + i + 4)), s1 = _mm512_add_epi64(s1, _mm512_load_si512(p + i + 5));
         s2 = _mm512_add_epi64(s2, _mm512_load_si512(p + i + 6)), s3 = _mm512_add_epi64(s3, _mm512_load_si512(p + i + 7));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+    uint64_t r[8], t = 0;
+    _mm512_storeu_si512(r, _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+    for (int i = 0; i < 8; i++) t += r[i];
+    return t;
 }

@@ -8,6 +8,15 @@
 
 #define OPAQUE(v) __asm__ volatile("" : "+v"(v))
 
+/* Lane sums without the reduce intrinsics' signed (overflowing) scalar adds. */
+static double hsum_epi32(__m512i v) {
+    int32_t s[16];
+    _mm512_storeu_si512(s, v);
+    double t = 0;
+    for (int i = 0; i < 16; i++) t += s[i];
+    return t;
+}
+
 /* 12 independent vpdpbusd chains. */
 double qkb_peak_i8__avx512vnni(uint64_t iters, volatile double *sink) {
     __m512i u = _mm512_set1_epi8(5), s = _mm512_set1_epi8(-3);
@@ -24,7 +33,7 @@ double qkb_peak_i8__avx512vnni(uint64_t iters, volatile double *sink) {
     __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
                                  _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
     t = _mm512_add_epi32(t, _mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)));
-    *sink = (double)_mm512_reduce_add_epi32(t);
+    *sink = hsum_epi32(t);
     return (double)iters * 12 * 64 * 2;
 }
 

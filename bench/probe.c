@@ -209,7 +209,7 @@ static void find_levels(qkb_limits *l) {
         memset(lv, 0, sizeof *lv);
         int last = s == nseg - 1;
         if (last) snprintf(lv->name, sizeof lv->name, "DRAM");
-        else snprintf(lv->name, sizeof lv->name, "L%d", (s + 1) % 10); /* nseg <= 4 */
+        else snprintf(lv->name, sizeof lv->name, "L%c", (char)('1' + s));
         int a = lo[s], len = hi[s] - lo[s];
         if (len >= 5) a++, len -= 2; /* interior: leave out the transitions */
         lv->bw1 = median(l->bw1 + a, len);
