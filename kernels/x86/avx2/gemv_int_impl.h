@@ -30,6 +30,18 @@
 
 #include "x86/avx2/avx2_common.h"
 
+/* Two floats at any alignment: low half (upper zero), or broadcast to both halves. */
+static inline __m128 gi_load2f(const float *p) {
+    double d;
+    memcpy(&d, p, 8);
+    return _mm_castpd_ps(_mm_set_sd(d));
+}
+static inline __m128 gi_load2f_dup(const float *p) {
+    double d;
+    memcpy(&d, p, 8);
+    return _mm_castpd_ps(_mm_set1_pd(d));
+}
+
 #define QK_GEMV_R 4
 #define QK_GEMV_CHUNK ((size_t)1 << 16)
 #define QK_GEMV_PF 1024 /* bytes of each weight row prefetched ahead */
@@ -319,7 +331,7 @@ QK_INLINE size_t w8_steps(const qk_matmul_args *a, size_t n0, const int R, const
             ab[b] = _mm256_abs_epi8(av[b]);
         }
         /* fold4 lane i (and i+4) holds piece i of 32 values: group j+i (g = 32) or j+i/2 (g = 64) */
-        __m128 sa4 = g64 ? _mm_castpd_ps(_mm_load1_pd((const double *)(sa + j))) : _mm_loadu_ps(sa + j);
+        __m128 sa4 = g64 ? gi_load2f_dup(sa + j) : _mm_loadu_ps(sa + j);
         if (g64) sa4 = _mm_unpacklo_ps(sa4, sa4);
         const __m256 sa8 = dup128(sa4);
         for (int r = 0; r < R; r++) {
@@ -336,7 +348,7 @@ QK_INLINE size_t w8_steps(const qk_matmul_args *a, size_t n0, const int R, const
                     memcpy(&h, (const uint16_t *)a->w->scales + (n0 + r) * ng + j, 4);
                     s2 = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
                 } else {
-                    s2 = _mm_castpd_ps(_mm_load_sd((const double *)((const float *)a->w->scales + (n0 + r) * ng + j)));
+                    s2 = gi_load2f((const float *)a->w->scales + (n0 + r) * ng + j);
                 }
                 sw = _mm_unpacklo_ps(s2, s2);
             } else {
