@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include "acc_report.h"
+#include "acc_shard.h"
 #include "commands.h"
 #include "evaluate.h"
 #include "outliers.h"
 #include "refmath.h"
+#include "results.h"
 
 static const unsigned ACC_ALLOWED = ACC_O_SHAPE | ACC_O_FORMAT | ACC_O_GROUP | ACC_O_MODE | ACC_O_SCALES | ACC_O_DATA | ACC_O_FILES | ACC_O_OUTPUT;
 
@@ -41,8 +43,12 @@ static void help(void) {
            "  --outliers           outlier channels: detection and the strategy comparison (split, W4A8,\n"
            "                       smoothing, rotation); see qkbench accuracy --outliers --help\n"
            "  --summary            the short Markdown summary of the default run (4x1024x4096, g = 32 and 128)\n"
+           "  --list               print the cases (LAYER/FORMAT/gG/MODE, each with all its variants) and exit\n"
+           "  --results DIR        results root for --shard folders (default $QK_RESULTS or ./results)\n"
+           "%s"
            "default shape 8x2048x4096 (M x N x K), every format, group size and mode; exit status 1 if a kernel\n"
-           "is outside its error model.\n");
+           "is outside its error model.\n",
+           qkb_shard_help);
 }
 
 typedef struct run {
@@ -51,7 +57,59 @@ typedef struct run {
     acc_meta meta;
     int files; /* write the output files after every row */
     int failed_write;
+    acc_shard *sh;
 } run;
+
+static int want(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { return acc_shard_want(((run *)p)->sh, layer, f, g, m); }
+static void case_done(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { acc_shard_done(((run *)p)->sh, layer, f, g, m); }
+
+/* --shard, --list: the case list of every layer, without evaluating anything
+ * (a weights file's tensors are read once for their names and shapes). */
+static int plan_layers(const acc_opts *o, acc_shard *sh) {
+    char err[600];
+    size_t M = o->M, K = o->K;
+    if (o->x.path) {
+        qk_tfile xf;
+        size_t *idx;
+        acc_mat xm;
+        if (qk_tfile_open(o->x.path, &xf, err, sizeof err)) goto fail;
+        long n = acc_select_tensors(&xf, o->x.path, o->x.tensor, &idx, err, sizeof err);
+        int bad = n < 0 || acc_mat_read(&xm, &xf, o->x.path, idx[0], err, sizeof err);
+        if (n >= 0) free(idx);
+        qk_tfile_close(&xf);
+        if (bad) goto fail;
+        M = xm.rows, K = xm.cols;
+        acc_mat_free(&xm);
+    }
+    if (!o->w.path) {
+        acc_shard_add_layer(sh, o, "generated", M, o->N, K);
+        return 0;
+    }
+    qk_tfile wf;
+    size_t *idx;
+    if (qk_tfile_open(o->w.path, &wf, err, sizeof err)) goto fail;
+    long n = acc_select_tensors(&wf, o->w.path, o->w.tensor, &idx, err, sizeof err);
+    if (n < 0) {
+        qk_tfile_close(&wf);
+        goto fail;
+    }
+    for (long i = 0; i < n; i++) {
+        acc_mat w;
+        if (acc_mat_read(&w, &wf, o->w.path, idx[i], err, sizeof err)) {
+            free(idx);
+            qk_tfile_close(&wf);
+            goto fail;
+        }
+        acc_shard_add_layer(sh, o, w.name, M, w.rows, w.cols);
+        acc_mat_free(&w);
+    }
+    free(idx);
+    qk_tfile_close(&wf);
+    return 0;
+fail:
+    fprintf(stderr, "qkbench accuracy: %s\n", err);
+    return 2;
+}
 
 static void on_row(void *p, const acc_row *r) {
     run *u = p;
@@ -230,10 +288,13 @@ int qk_cmd_accuracy(int argc, char **argv) {
     int head = 0, want_rate = 0, summary = 0, shape_given = 0, rc = 0;
     double temperature = 0, logit_std = 3.0;
     size_t gen_mb = 64;
+    acc_shard sh;
+    memset(&sh, 0, sizeof sh);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--shape")) shape_given = 1;
         int took = acc_opts_take(&o, ACC_ALLOWED, "accuracy", argc, argv, &i);
+        if (took == 0) took = qkb_shard_take(&sh.opt, "accuracy", argc, argv, &i);
         if (took < 0) {
             acc_opts_free(&o);
             return 2;
@@ -243,6 +304,15 @@ int qk_cmd_accuracy(int argc, char **argv) {
             help();
             acc_opts_free(&o);
             return 0;
+        } else if (!strcmp(a, "--list")) {
+            sh.list = 1;
+        } else if (!strcmp(a, "--results")) {
+            if (!v) {
+                fprintf(stderr, "qkbench accuracy: --results needs a folder (see qkbench accuracy --help)\n");
+                acc_opts_free(&o);
+                return 2;
+            }
+            qkb_set_results_root(argv[++i]);
         } else if (!strcmp(a, "--head")) {
             head = 1;
         } else if (!strcmp(a, "--gen-rate")) {
@@ -279,6 +349,12 @@ int qk_cmd_accuracy(int argc, char **argv) {
         acc_opts_free(&o);
         return 2;
     }
+    qkb_shard_opts_finish(&sh.opt);
+    if ((sh.opt.of || sh.list) && (want_rate || summary)) {
+        fprintf(stderr, "qkbench accuracy: --shard, --run-id and --list do not apply to --gen-rate or --summary\n");
+        acc_opts_free(&o);
+        return 2;
+    }
     if (want_rate) {
         rc = gen_rate(o.seed, gen_mb);
         acc_opts_free(&o);
@@ -289,10 +365,20 @@ int qk_cmd_accuracy(int argc, char **argv) {
         return qk_accuracy_summary(NULL, stdout);
     }
     if (head && !shape_given) o.M = 16, o.N = 32000, o.K = 4096;
+    if (sh.opt.of || sh.list) {
+        rc = plan_layers(&o, &sh);
+        if (!rc) rc = acc_shard_start(&sh, &o, "accuracy", argc, argv);
+        if (rc) {
+            acc_shard_end(&sh, 0);
+            acc_opts_free(&o);
+            return rc == 1 ? 0 : rc;
+        }
+    }
 
     run u;
     memset(&u, 0, sizeof u);
     u.o = &o;
+    u.sh = &sh;
     char wd[400], xd[400];
     describe_sources(&o, wd, sizeof wd, xd, sizeof xd);
     u.meta = (acc_meta){"accuracy", o.seed, wd, xd, NULL};
@@ -308,6 +394,7 @@ int qk_cmd_accuracy(int argc, char **argv) {
     cfg.on_row = on_row;
     cfg.on_note = o.quiet ? NULL : on_note;
     cfg.ctx = &u;
+    if (sh.opt.of) cfg.want = want, cfg.case_done = case_done;
     if (!o.quiet) {
         printf("qkbench accuracy: seed %llu (set with --seed); weights: %s; activations: %s\n", (unsigned long long)o.seed, wd, xd);
         if (!o.w.path && !o.x.path) printf("shape %zu x %zu x %zu (M x N x K)\n", o.M, o.N, o.K);
@@ -318,12 +405,21 @@ int qk_cmd_accuracy(int argc, char **argv) {
                qk_tier_cap() == QK_TIER_COUNT - 1 ? "" : qk_tier_name(qk_tier_cap()), cfg.threads);
     }
     rc = run_all(&u, &cfg);
+    if (sh.opt.of && !rc && !u.failed_write) { /* an empty shard writes its (empty) files too */
+        char err[600];
+        if (acc_write_outputs(&u.t, &u.meta, &o, "accuracy", 0, err, sizeof err)) {
+            fprintf(stderr, "qkbench accuracy: %s\n", err);
+            u.failed_write = 1;
+        }
+    }
     if (!rc && u.t.oom) {
         fprintf(stderr, "qkbench accuracy: out of memory collecting rows\n");
         rc = 2;
     }
     if (!rc) rc = u.failed_write ? 2 : worst_exit(&u.t);
     if (rc == 1) fprintf(stderr, "qkbench accuracy: a kernel is outside its error model (see OUTSIDE THE ERROR MODEL above)\n");
+    acc_shard_end(&sh, rc != 2);
+    if (sh.dir[0] && !o.quiet) printf("results: %s\n", sh.dir);
     acc_table_free(&u.t);
     acc_opts_free(&o);
     return rc;

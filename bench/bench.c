@@ -22,6 +22,7 @@
 #include "probe.h"
 #include "results.h"
 #include "rows.h"
+#include "shard.h"
 #include "topology.h"
 
 static volatile sig_atomic_t interrupted;
@@ -47,6 +48,9 @@ typedef struct opts {
     char *gb_flags[64];
     int ngb;
     char command[1024];
+    qkb_shard_opts shard;
+    int argc;
+    char **argv;
 } opts;
 
 static const struct {
@@ -86,7 +90,9 @@ static void usage(void) {
            "  --list                print the case names (and why some are skipped) and exit\n"
            "  --quiet               no progress and no table\n"
            "  --benchmark_*=VALUE   Google Benchmark's own flags (--benchmark_filter, _repetitions, _out, ...)\n"
-           "Exit status: 0, 1 if a case failed, 2 on a usage error, 130 if interrupted (completed rows are kept).\n");
+           "%s"
+           "Exit status: 0, 1 if a case failed, 2 on a usage error, 130 if interrupted (completed rows are kept).\n",
+           qkb_shard_help);
 }
 
 static int parse_list_int(const char *s, int *out, int max, int lo, int hi) {
@@ -173,6 +179,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->plan.max_tier = QK_TIER_COUNT;
     o->reps = 5;
     o->min_time = 0; /* the suite's: 0.01 s quick, 0.05 s full */
+    o->argc = argc, o->argv = argv;
     size_t cl = 0;
     cl += (size_t)snprintf(o->command, sizeof o->command, "qkbench");
     for (int i = 0; i < argc && cl < sizeof o->command; i++)
@@ -194,6 +201,9 @@ static int parse(int argc, char **argv, opts *o) {
         if (!strcmp(a, "--list")) { o->list = 1; continue; }
         if (!strcmp(a, "--reprobe")) { o->reprobe = 1; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = 1; continue; }
+        int took = qkb_shard_take(&o->shard, "bench", argc, argv, &i);
+        if (took < 0) return 2;
+        if (took) continue;
         static const char *valued[] = {"--suite", "--filter", "--isa", "--threads", "--cache", "--shape", "--group",
                                        "--reps", "--min-time", "--out", "--results", NULL};
         int known = 0;
@@ -245,6 +255,7 @@ static int parse(int argc, char **argv, opts *o) {
             qkb_set_results_root(v);
         }
     }
+    qkb_shard_opts_finish(&o->shard);
     return 0;
 }
 
@@ -279,6 +290,7 @@ typedef struct bench_run {
     size_t cases_done, cases_total;
     double ratio[4096]; /* actual / estimated seconds of completed cases */
     size_t nratio;
+    qkb_shard_run shard; /* --shard: shard.json */
 } bench_run;
 
 static bench_run *g_run;
@@ -432,6 +444,7 @@ static void on_run(const qkb_gb_run *run, void *ctx) {
             fprintf(stderr, "qkbench bench: %s %s\n", c->name, why);
         }
         save(b);
+        if (c->skip[0] || r->failed) qkb_shard_case(&b->shard, c->name, !r->failed);
         return;
     }
     int batch = c->batch > 0 ? c->batch : 1;
@@ -447,6 +460,25 @@ static void on_run(const qkb_gb_run *run, void *ctx) {
     b->rows = rows;
     qkb_row_from_case(&b->rows[b->nrows++], c, r->times, r->ntimes, r->iterations);
     save(b);
+    qkb_shard_case(&b->shard, c->name, 1);
+}
+
+static void free_names(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* Expected seconds of a case for --shard: like estimate(), but from fixed
+ * nominal limits (20 GB/s, 100 GOP/s per thread; the scalar tier 1 GOP/s)
+ * instead of the probe's, so that every node of a machine type (with its own,
+ * slightly different probe) assigns the same cases to the same shards. */
+static double shard_cost(const opts *o, const qkb_case *c) {
+    double t = c->threads > 0 ? c->threads : 1;
+    double mem = c->bytes / (20e9 * t), ops = c->ops / ((c->tier == QK_TIER_SCALAR ? 1e9 : 100e9) * t);
+    double call = mem > ops ? mem : ops;
+    if (c->skip[0]) return 1e-3;
+    double per = call > o->min_time ? call : o->min_time;
+    return (o->reps + 1.5) * per + 0.02 + c->ws * 2e-10;
 }
 
 /* Run a suite; quiet_table: leave the compact table to the caller (the default
@@ -486,13 +518,41 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
         b.cases.n = k;
         regfree(&re);
     }
+    /* --shard I/N: the full list's names (for shard.json) and this shard's cases */
+    char **all_names = NULL;
+    int *assign = NULL;
+    size_t nall = b.cases.n;
+    if (o->shard.of) {
+        all_names = calloc(nall + 1, sizeof *all_names);
+        assign = calloc(nall + 1, sizeof *assign);
+        double *cost = calloc(nall + 1, sizeof *cost);
+        int oom = !all_names || !assign || !cost;
+        for (size_t i = 0; i < nall && !oom; i++) {
+            oom = !(all_names[i] = strdup(b.cases.v[i].name));
+            cost[i] = shard_cost(o, &b.cases.v[i]);
+        }
+        if (oom) {
+            fprintf(stderr, "qkbench bench: out of memory\n");
+            free(cost);
+            free_names(all_names, nall), free(assign);
+            qkb_cases_free(&b.cases);
+            return 2;
+        }
+        qkb_shard_assign((const char *const *)all_names, cost, nall, o->shard.of, assign);
+        free(cost);
+        size_t k = 0;
+        for (size_t i = 0; i < nall; i++)
+            if (assign[i] == o->shard.index) b.cases.v[k++] = b.cases.v[i];
+        b.cases.n = k;
+    }
     if (o->list) {
+        free_names(all_names, nall), free(assign);
         for (size_t i = 0; i < b.cases.n; i++)
             printf("%s%s%s\n", b.cases.v[i].name, b.cases.v[i].skip[0] ? "  [skip: " : "", b.cases.v[i].skip[0] ? b.cases.v[i].skip : "");
         qkb_cases_free(&b.cases);
         return 0;
     }
-    if (b.cases.n == 0) {
+    if (nall == 0) {
         fprintf(stderr, "qkbench bench: no case matches%s%s\n", o->filter ? " --filter " : "", o->filter ? o->filter : "");
         qkb_cases_free(&b.cases);
         return 2;
@@ -520,14 +580,22 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
                 fprintf(stderr, "qkbench bench: %s\n", err);
                 return 2;
             }
-        } else if (qkb_make_run_dir(b.dir, sizeof b.dir, err, sizeof err)) {
+        } else if (o->shard.of ? qkb_shard_make_dir(&o->shard, b.dir, sizeof b.dir, err, sizeof err)
+                               : qkb_make_run_dir(b.dir, sizeof b.dir, err, sizeof err)) {
             fprintf(stderr, "qkbench bench: %s\n", err);
             return 2;
         }
         char path[1300];
         qkb_path(path, sizeof path, b.dir, "machine.json");
         if (qkb_machine_write(path, b.lim, err, sizeof err)) fprintf(stderr, "qkbench bench: %s\n", err);
+        if (o->shard.of && qkb_shard_begin(&b.shard, b.dir, "bench", o->argc, o->argv, &o->shard, (const char *const *)all_names,
+                                           assign, nall, err, sizeof err)) {
+            fprintf(stderr, "qkbench bench: %s\n", err);
+            free_names(all_names, nall), free(assign);
+            return 2;
+        }
     }
+    free_names(all_names, nall), free(assign);
     if (run_dir_out) snprintf(run_dir_out, run_dir_n, "%s", b.save ? b.dir : "");
     snprintf(b.meta.machine, sizeof b.meta.machine, "%s", qkb_machine_name());
     snprintf(b.meta.commit, sizeof b.meta.commit, "%s", qkb_commit());
@@ -557,7 +625,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     char gbtmp[1400], gbpath[1300];
     qkb_path(gbpath, sizeof gbpath, b.dir, "gbench.json");
     snprintf(gbtmp, sizeof gbtmp, "%s.tmp.%ld", gbpath, (long)getpid());
-    qkb_gb_run_all(b.save ? gbtmp : NULL, on_run, &b);
+    if (b.cases.n) qkb_gb_run_all(b.save ? gbtmp : NULL, on_run, &b); /* an empty shard runs nothing */
     if (b.current) qkb_case_teardown(b.current);
     qkb_cases_release_cache();
     qkb_unpin_self();
@@ -567,7 +635,12 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     if (b.save && access(gbtmp, F_OK) == 0 && rename(gbtmp, gbpath) != 0) fprintf(stderr, "qkbench bench: cannot write %s\n", gbpath);
     /* cases Google Benchmark never reported (filtered out by --benchmark_filter, or interrupted before) */
     for (size_t i = 0; i < b.cases.n; i++)
-        if (!b.cr[i].done && b.cases.v[i].skip[0]) add_skip(&b, b.cases.v[i].name, b.cases.v[i].skip);
+        if (!b.cr[i].done && b.cases.v[i].skip[0]) {
+            add_skip(&b, b.cases.v[i].name, b.cases.v[i].skip);
+            if (b.shard.path[0])
+                for (size_t k = 0; k < b.shard.ncases; k++)
+                    if (!strcmp(b.shard.cases[k], b.cases.v[i].name)) b.shard.state[k] = 1;
+        }
     b.meta.interrupted = interrupted != 0;
     b.meta.complete = !interrupted;
     save(&b);
@@ -575,6 +648,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
         if (qkb_summary_write(b.dir, &b.meta, b.lim, b.rows, b.nrows, b.skips, b.nskip, NULL, err, sizeof err))
             fprintf(stderr, "qkbench bench: %s\n", err);
     }
+    qkb_shard_end(&b.shard, !interrupted && b.nfailed == 0);
     if (!o->quiet && !quiet_table && !qkb_gb_list_only()) {
         printf("\n");
         qkb_rows_table(stdout, b.rows, b.nrows, 0);
@@ -606,6 +680,10 @@ int qkb_run_default(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
+    if (o.shard.of) {
+        fprintf(stderr, "qkbench: --shard and --run-id are for qkbench bench, sweep and accuracy, not the default run\n");
+        return 2;
+    }
     const qk_cpu_info *c = qk_cpu();
     const qk_topology *t = qk_topology_get();
     (void)c;

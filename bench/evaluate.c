@@ -200,6 +200,53 @@ size_t acc_count_rows(const acc_opts *o, size_t M, size_t K) {
     return n;
 }
 
+void acc_case_name(char *out, size_t n, const char *layer, qk_format f, size_t g, qk_mode m) {
+    snprintf(out, n, "%s/%s/g%zu/%s", layer, qk_format_name(f), g, qk_mode_name(m));
+}
+
+size_t acc_cases(const acc_opts *o, const char *layer, size_t M, size_t K,
+                 void (*fn)(void *ctx, const char *name, qk_format f, size_t g, qk_mode m, size_t variants), void *ctx) {
+    size_t n = 0, gs[ACC_MAX_GROUPS];
+    char name[400];
+    for (int f = 0; f < QK_FORMAT_COUNT; f++) {
+        if (!(o->formats >> f & 1)) continue;
+        int any = 0;
+        for (int m = 0; m < QK_MODE_COUNT; m++) any |= (o->modes >> m & 1) && qk_mode_accepts((qk_mode)m, (qk_format)f);
+        if (!any) continue;
+        int ng = acc_groups_for(o, (qk_format)f, K, gs, NULL, 0);
+        for (int i = 0; i < ng; i++)
+            for (int m = 0; m < QK_MODE_COUNT; m++) {
+                if (!(o->modes >> m & 1) || !qk_mode_accepts((qk_mode)m, (qk_format)f)) continue;
+                size_t nv = 0;
+                for (size_t k = 0; k < qk_matmul_kernel_count; k++) nv += applicable(&qk_matmul_kernels[k], (qk_format)f, (qk_mode)m, M);
+                acc_case_name(name, sizeof name, layer, (qk_format)f, gs[i], (qk_mode)m);
+                if (fn) fn(ctx, name, (qk_format)f, gs[i], (qk_mode)m, nv);
+                n++;
+            }
+    }
+    return n;
+}
+
+static int wanted(const acc_eval_cfg *c, const char *layer, qk_format f, size_t g, qk_mode m) {
+    return !c->want || c->want(c->ctx, layer, f, g, m);
+}
+
+static void case_done(const acc_eval_cfg *c, const char *layer, qk_format f, size_t g, qk_mode m) {
+    if (c->case_done) c->case_done(c->ctx, layer, f, g, m);
+}
+
+typedef struct want_count {
+    const acc_eval_cfg *c;
+    const char *layer;
+    size_t cases, rows;
+} want_count;
+
+static void count_wanted(void *p, const char *name, qk_format f, size_t g, qk_mode m, size_t variants) {
+    want_count *w = p;
+    (void)name;
+    if (wanted(w->c, w->layer, f, g, m)) w->cases++, w->rows += variants;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -247,6 +294,10 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
     double *yw = NULL, *yq = NULL, *absw = NULL, *absq = NULL, *wrow = NULL, *wf = NULL;
     float *yk = NULL;
     char codes[sizeof ((acc_row *)0)->codes_check] = "same";
+    int any = 0;
+    for (int mi = 0; mi < QK_MODE_COUNT; mi++)
+        any |= (c->o->modes >> mi & 1) && qk_mode_accepts((qk_mode)mi, f) && wanted(c, e->w->name, f, g, (qk_mode)mi);
+    if (!any) return 0; /* --shard: another shard's */
     if (qk_qmat_alloc(&qm, f, st, N, K, g)) {
         snprintf(err, errlen, "%s g=%zu: %s", qk_format_name(f), g, qk_last_error());
         return -1;
@@ -255,6 +306,9 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
     if (s == QK_ERR_RANGE) {
         note(e, "  %s g=%zu %s skipped: %s", qk_format_name(f), g, st == QK_SCALE_F16 ? "f16" : "f32", qk_last_error());
         qk_qmat_free(&qm);
+        for (int mi = 0; mi < QK_MODE_COUNT; mi++)
+            if ((c->o->modes >> mi & 1) && qk_mode_accepts((qk_mode)mi, f) && wanted(c, e->w->name, f, g, (qk_mode)mi))
+                case_done(c, e->w->name, f, g, (qk_mode)mi);
         return 0;
     }
     if (s) {
@@ -314,7 +368,7 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
     int have_yw = 0;
     for (int mi = 0; mi < QK_MODE_COUNT; mi++) {
         qk_mode m = (qk_mode)mi;
-        if (!(c->o->modes >> m & 1) || !qk_mode_accepts(m, f)) continue;
+        if (!(c->o->modes >> m & 1) || !qk_mode_accepts(m, f) || !wanted(c, e->w->name, f, g, m)) continue;
         qk_act_rule rule = qk_mode_act_rule(m);
         if (!have_yw) {
             if (qk_exact_matmul(e->xd, M, K, &qr, N, yw, absw, c->threads)) {
@@ -392,6 +446,7 @@ static int eval_format(ctx *e, qk_format f, size_t g, char *err, size_t errlen) 
             e->done++;
             if (c->on_row) c->on_row(c->ctx, &v);
         }
+        case_done(c, e->w->name, f, g, m);
     }
     rc = 0;
 out:
@@ -409,6 +464,11 @@ int acc_evaluate(const acc_eval_cfg *c, const acc_mat *w, const acc_mat *x, char
         snprintf(err, errlen, "the activations have K=%zu columns but the weights have K=%zu", x->cols, w->cols);
         return -1;
     }
+    want_count wc = {c, w->name, 0, 0};
+    if (c->want) { /* --shard: nothing of this layer here, so not even its FP32 reference */
+        acc_cases(c->o, w->name, e.M, e.K, count_wanted, &wc);
+        if (!wc.cases) return 0;
+    }
     e.xd = malloc(e.M * e.K * sizeof(double));
     e.yref = malloc(e.M * e.N * sizeof(double));
     int rc = -1;
@@ -422,7 +482,7 @@ int acc_evaluate(const acc_eval_cfg *c, const acc_mat *w, const acc_mat *x, char
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    e.total = acc_count_rows(c->o, e.M, e.K);
+    e.total = c->want ? wc.rows : acc_count_rows(c->o, e.M, e.K);
     e.t0 = now_s();
     char notes[2048] = "";
     size_t gs[ACC_MAX_GROUPS];

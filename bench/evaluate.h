@@ -65,6 +65,10 @@ typedef struct acc_eval_cfg {
     int threads;         ///< for the exact math
     int progress;        ///< progress on stderr
     void (*on_row)(void *ctx, const acc_row *r);
+    /// --shard: evaluate only the (layer, format, g, mode) cases for which want()
+    /// returns 1 (NULL: all); case_done() is called after each one's last row.
+    int (*want)(void *ctx, const char *layer, qk_format f, size_t g, qk_mode m);
+    void (*case_done)(void *ctx, const char *layer, qk_format f, size_t g, qk_mode m);
     void (*on_note)(void *ctx, const char *line);
     void *ctx;
 } acc_eval_cfg;
@@ -72,6 +76,15 @@ typedef struct acc_eval_cfg {
 /// Evaluate W (rows N, cols K) against X (rows M, cols K). Returns 0, or -1
 /// with a message (out of memory, a quantization that failed).
 int acc_evaluate(const acc_eval_cfg *c, const acc_mat *w, const acc_mat *x, char *err, size_t errlen);
+
+/// The cases acc_evaluate runs for a layer of K columns, in its order: one per
+/// (format, group, mode), named "LAYER/FORMAT/gG/MODE" (G the group size in
+/// elements). For each, `fn` gets the name, the case and the number of variant
+/// rows it makes. Returns the count.
+size_t acc_cases(const acc_opts *o, const char *layer, size_t M, size_t K,
+                 void (*fn)(void *ctx, const char *name, qk_format f, size_t g, qk_mode m, size_t variants), void *ctx);
+/// The name of a case, as acc_cases makes it.
+void acc_case_name(char *out, size_t n, const char *layer, qk_format f, size_t g, qk_mode m);
 
 /// Number of variant rows acc_evaluate will produce (for progress).
 size_t acc_count_rows(const acc_opts *o, size_t M, size_t K);

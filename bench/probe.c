@@ -453,6 +453,19 @@ static void cache_path(char *out, size_t n) {
     snprintf(out, n, "%s/%s/machine.json", qkb_results_root(), qkb_machine_name());
 }
 
+const qkb_limits *qkb_probe_cached(void) {
+    char path[1200], err[300];
+    cache_path(path, sizeof path);
+    qkj *root = qkj_parse_file(path, err, sizeof err);
+    qkb_limits l;
+    int ok = root && qkb_limits_from_json(qkj_get(root, "probe"), &l) == 0 && l.version == QKB_PROBE_VERSION &&
+             !strcmp(l.cpu, qkb_cpu_brand()) && l.ncores == qkb_ncores();
+    qkj_free(root);
+    if (!ok) return NULL;
+    cached = l;
+    return &cached;
+}
+
 const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache) {
     char path[1200], err[300];
     cache_path(path, sizeof path);

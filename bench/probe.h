@@ -55,6 +55,9 @@ int qkb_probe_measure(qkb_limits *out, int progress);
 /// which case measure and update the cache. `from_cache` says which.
 const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache);
 
+/// The cached limits of <results>/<machine>/machine.json, or NULL (never measures).
+const qkb_limits *qkb_probe_cached(void);
+
 /// The "probe" object of machine.json, and its reader.
 void qkb_limits_json(qkw *w, const qkb_limits *l);
 int qkb_limits_from_json(const qkj *probe, qkb_limits *out);

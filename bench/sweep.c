@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include "acc_report.h"
+#include "acc_shard.h"
 #include "commands.h"
 #include "evaluate.h"
 #include "refmath.h"
+#include "results.h"
 
 static const unsigned SWEEP_ALLOWED = ACC_O_SHAPE | ACC_O_FORMAT | ACC_O_GROUP | ACC_O_MODE | ACC_O_SCALES | ACC_O_DATA | ACC_O_FILES | ACC_O_OUTPUT;
 
@@ -32,7 +34,11 @@ static void help(void) {
     printf("  --isa TIER|all       cap the tiers (default all: every tier this CPU supports)\n"
            "  --min-time S         seconds of repetitions per variant, at least (default 0.1)\n"
            "  --reps N             repetitions per variant, at least (default 5; at most 200)\n"
-           "--out DIR writes sweep.csv, sweep.json and sweep.svg (the plot); each is rewritten after every row.\n");
+           "  --list               print the cases (LAYER/FORMAT/gG/MODE, each with all its variants) and exit\n"
+           "  --results DIR        results root for --shard folders (default $QK_RESULTS or ./results)\n"
+           "%s"
+           "--out DIR writes sweep.csv, sweep.json and sweep.svg (the plot); each is rewritten after every row.\n",
+           qkb_shard_help);
 }
 
 typedef struct run {
@@ -40,7 +46,11 @@ typedef struct run {
     acc_table t;
     acc_meta meta;
     int files, failed_write;
+    acc_shard *sh;
 } run;
+
+static int want(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { return acc_shard_want(((run *)p)->sh, layer, f, g, m); }
+static void case_done(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { acc_shard_done(((run *)p)->sh, layer, f, g, m); }
 
 static void on_row(void *p, const acc_row *r) {
     run *u = p;
@@ -65,15 +75,28 @@ int qk_cmd_sweep(int argc, char **argv) {
     o.M = 1, o.N = 4096, o.K = 4096;
     double min_time = 0.1;
     size_t reps = 5;
+    acc_shard sh;
+    memset(&sh, 0, sizeof sh);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int took = acc_opts_take(&o, SWEEP_ALLOWED, "sweep", argc, argv, &i);
+        if (took < 0) goto usage_error;
+        if (took) continue;
+        took = qkb_shard_take(&sh.opt, "sweep", argc, argv, &i);
         if (took < 0) goto usage_error;
         if (took) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             help();
             acc_opts_free(&o);
             return 0;
+        } else if (!strcmp(a, "--list")) {
+            sh.list = 1;
+        } else if (!strcmp(a, "--results")) {
+            if (!v) {
+                fprintf(stderr, "qkbench sweep: --results needs a folder (see qkbench sweep --help)\n");
+                goto usage_error;
+            }
+            qkb_set_results_root(argv[++i]);
         } else if (!strcmp(a, "--isa") || !strcmp(a, "--min-time") || !strcmp(a, "--reps")) {
             if (!v) {
                 fprintf(stderr, "qkbench sweep: %s needs a value (see qkbench sweep --help)\n", a);
@@ -97,6 +120,7 @@ int qk_cmd_sweep(int argc, char **argv) {
         }
     }
     if (acc_opts_check(&o, "sweep")) goto usage_error;
+    qkb_shard_opts_finish(&sh.opt);
 
     char err[600], wd[400], xd[400], g[96];
     acc_mat w = {0}, x = {0};
@@ -142,9 +166,18 @@ int qk_cmd_sweep(int argc, char **argv) {
         goto fail;
     }
 
+    sh.timing = 1, sh.min_time = min_time, sh.reps = reps;
+    acc_shard_add_layer(&sh, &o, w.name, x.rows, w.rows, w.cols);
+    int src = acc_shard_start(&sh, &o, "sweep", argc, argv);
+    if (src) {
+        acc_mat_free(&w), acc_mat_free(&x);
+        acc_opts_free(&o);
+        return src == 1 ? 0 : src;
+    }
     run u;
     memset(&u, 0, sizeof u);
     u.o = &o;
+    u.sh = &sh;
     char timing[200];
     snprintf(timing, sizeof timing, "wall clock, median of >= %zu repetitions and >= %.2g s, warm cache, one thread, activation quantization included",
              reps, min_time);
@@ -162,6 +195,7 @@ int qk_cmd_sweep(int argc, char **argv) {
     cfg.on_row = on_row;
     cfg.on_note = o.quiet ? NULL : on_note;
     cfg.ctx = &u;
+    if (sh.opt.of) cfg.want = want, cfg.case_done = case_done;
     if (!o.quiet) {
         printf("qkbench sweep: %zu x %zu x %zu (M x N x K); weights %s; activations %s; seed %llu\n", x.rows, w.rows, w.cols, wd, xd,
                (unsigned long long)o.seed);
@@ -172,13 +206,19 @@ int qk_cmd_sweep(int argc, char **argv) {
     }
     if (acc_evaluate(&cfg, &w, &x, err, sizeof err)) {
         acc_table_free(&u.t);
+        acc_shard_end(&sh, 0);
         goto fail;
+    }
+    if (sh.opt.of && !u.failed_write && acc_write_outputs(&u.t, &u.meta, &o, "sweep", 1, err, sizeof err)) { /* an empty shard too */
+        fprintf(stderr, "qkbench sweep: %s\n", err);
+        u.failed_write = 1;
     }
     if (!o.quiet) acc_print_sweep(stdout, &u.t, 0);
     rc = u.failed_write || u.t.oom ? 2 : 0;
     for (size_t i = 0; i < u.t.n && !rc; i++)
         if (!u.t.r[i].skip[0] && !u.t.r[i].k_ok) rc = 1;
     if (rc == 1) fprintf(stderr, "qkbench sweep: a kernel is outside its error model\n");
+    acc_shard_end(&sh, rc != 2);
     if (o.out && !o.quiet && !rc) printf("wrote %s/sweep.csv, sweep.json, sweep.svg\n", o.out);
     acc_table_free(&u.t);
     acc_mat_free(&w), acc_mat_free(&x);
