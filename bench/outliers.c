@@ -117,6 +117,51 @@ static double now_s(void) {
 
 static int cmp_dbl(const void *a, const void *b) { return cmp_double(a, b); }
 
+/* The kernels a run uses: NULL = the dispatcher's choice. */
+typedef struct okern {
+    const qk_fwht_kernel *fwht;
+    const qk_colscale_kernel *colscale;
+    const qk_colsplit_kernel *colsplit;
+    const qk_gemm_f32_kernel *gemm_f32;
+    const qk_matmul_kernel *a4, *a8;
+} okern;
+
+/* The first variant of a family list (priority order) at or below tier t that this CPU runs. */
+#define PICK_AT(list, count, t)                                                   \
+    do {                                                                         \
+        for (size_t i_ = 0; i_ < (count); i_++)                                  \
+            if ((list)[i_].tier <= (t) && qk_tier_allowed((list)[i_].tier)) return &(list)[i_]; \
+        return NULL;                                                             \
+    } while (0)
+static const qk_fwht_kernel *fwht_at(qk_tier t) { PICK_AT(qk_fwht_kernels, qk_fwht_kernel_count, t); }
+static const qk_colscale_kernel *colscale_at(qk_tier t) { PICK_AT(qk_colscale_kernels, qk_colscale_kernel_count, t); }
+static const qk_colsplit_kernel *colsplit_at(qk_tier t) { PICK_AT(qk_colsplit_kernels, qk_colsplit_kernel_count, t); }
+static const qk_gemm_f32_kernel *gemm_f32_at(qk_tier t) { PICK_AT(qk_gemm_f32_kernels, qk_gemm_f32_kernel_count, t); }
+static const qk_matmul_kernel *matmul_at(qk_tier t, qk_mode mode) {
+    for (size_t i = 0; i < qk_matmul_kernel_count; i++) {
+        const qk_matmul_kernel *k = &qk_matmul_kernels[i];
+        if (k->op == QK_OP_GEMM && k->format == QK_W4S && k->mode == mode && k->tier <= t && qk_tier_allowed(k->tier)) return k;
+    }
+    return NULL;
+}
+
+static int pick_kernels(const qk_outlier_cfg *c, okern *k, char *err, size_t errlen) {
+    memset(k, 0, sizeof *k);
+    if (!c->at_tier) {
+        k->a4 = qk_pick_matmul(QK_OP_GEMM, QK_W4S, QK_W4A4), k->a8 = qk_pick_matmul(QK_OP_GEMM, QK_W4S, QK_W4A8);
+        k->gemm_f32 = qk_pick_gemm_f32();
+    } else {
+        k->fwht = fwht_at(c->tier), k->colscale = colscale_at(c->tier), k->colsplit = colsplit_at(c->tier);
+        k->gemm_f32 = gemm_f32_at(c->tier), k->a4 = matmul_at(c->tier, QK_W4A4), k->a8 = matmul_at(c->tier, QK_W4A8);
+        if (!k->fwht || !k->colscale || !k->colsplit) k->a4 = NULL;
+    }
+    if (!k->a4 || !k->a8 || !k->gemm_f32) {
+        snprintf(err, errlen, "no kernels for the outlier strategies at tier %s", c->at_tier ? qk_tier_name(c->tier) : "(dispatcher)");
+        return -1;
+    }
+    return 0;
+}
+
 /* Everything one strategy's timed path touches. */
 typedef struct opath {
     qk_ostrat s;
@@ -127,27 +172,29 @@ typedef struct opath {
     const uint32_t *idx;
     size_t hblock;
     qk_matmul_plan *plan;
+    const okern *k;
 } opath;
 
 static qk_status run_path(const opath *p) {
     const size_t M = p->M, N = p->N, K = p->K;
+    const okern *k = p->k;
     switch (p->s) {
-    case QK_OS_FP32: return qk_gemm_f32_with(NULL, M, N, K, p->x, K, p->w, K, p->y, N, 0);
+    case QK_OS_FP32: return qk_gemm_f32_with(k->gemm_f32, M, N, K, p->x, K, p->w, K, p->y, N, 0);
     case QK_OS_W4A4:
     case QK_OS_W4A8: return qk_matmul_run(p->plan, M, p->x, K, p->y, N);
     case QK_OS_SPLIT: {
-        qk_status s = qk_colsplit_with(NULL, p->x, K, M, K, p->idx, p->no, p->xt, K, p->xo, p->no ? p->no : 1);
+        qk_status s = qk_colsplit_with(k->colsplit, p->x, K, M, K, p->idx, p->no, p->xt, K, p->xo, p->no ? p->no : 1);
         if (!s) s = qk_matmul_run(p->plan, M, p->xt, K, p->y, N);
-        if (!s && p->no) s = qk_gemm_f32_with(NULL, M, N, p->no, p->xo, p->no, p->wo, p->no, p->y, N, 1);
+        if (!s && p->no) s = qk_gemm_f32_with(k->gemm_f32, M, N, p->no, p->xo, p->no, p->wo, p->no, p->y, N, 1);
         return s;
     }
     case QK_OS_SMOOTH: {
-        qk_status s = qk_colscale_with(NULL, p->x, K, M, K, p->sinv, p->xt, K);
+        qk_status s = qk_colscale_with(k->colscale, p->x, K, M, K, p->sinv, p->xt, K);
         return s ? s : qk_matmul_run(p->plan, M, p->xt, K, p->y, N);
     }
     case QK_OS_ROTATE: {
         memcpy(p->xt, p->x, M * K * sizeof(float));
-        qk_status s = qk_fwht_with(NULL, p->xt, K, M, K, p->hblock);
+        qk_status s = qk_fwht_with(k->fwht, p->xt, K, M, K, p->hblock);
         return s ? s : qk_matmul_run(p->plan, M, p->xt, K, p->y, N);
     }
     default: return QK_ERR_ARG;
@@ -179,6 +226,7 @@ typedef struct ctx {
     const qk_outlier_cfg *c;
     size_t M, N, K;
     double *ref, *yd, *yd2, *xq;
+    qk_rows wf; /* the f32 weights */
     char *err;
     size_t errlen;
 } ctx;
@@ -212,10 +260,57 @@ static int quant_w(ctx *u, const float *w, qk_qmat *q) {
     return 0;
 }
 
+/* e_A (quantized activations, f32 weights) and e_WA (both quantized) of strategy st
+ * by exact math on the quantized values, and its bpw. xuse/wuse: the f32
+ * activations and weights it quantizes (transformed; for the split, with the
+ * outlier columns zeroed), wq: wuse quantized; for the split, xo/wo: the
+ * outlier columns (M×no, N×no) as the strategy multiplies them. */
+static int strategy_errors(ctx *u, qk_ostrat st, const float *xuse, const float *wuse, const qk_qmat *wq,
+                           const uint32_t *idx, size_t no, const float *xo, const float *wo, qk_outlier_row *r) {
+    const size_t M = u->M, N = u->N, K = u->K, MN = M * N;
+    const double wbpw = qk_bpw(QK_W4S, u->c->group, QK_SCALE_F32);
+    if (quant_x(u, st == QK_OS_W4A8 ? QK_ACT_A8 : QK_ACT_A4, xuse)) return -1;
+    qk_rows wf2 = {wuse, K, NULL}, wqr = {NULL, K, wq};
+    if (st != QK_OS_SPLIT) {
+        if (exact(u, u->xq, K, &wf2, u->yd) || exact(u, u->xq, K, &wqr, u->yd2)) return -1;
+        r->e_a = nmse_d(u->ref, u->yd, MN);
+        r->e_wa = nmse_d(u->ref, u->yd2, MN);
+        r->bpw = wbpw + (st == QK_OS_SMOOTH ? 32.0 / (double)N : 0.0);
+        return 0;
+    }
+    /* e_A: the outlier columns as multiplied, the rest quantized, against the f32 weights */
+    for (size_t m = 0; m < M; m++)
+        for (size_t j = 0; j < no; j++) u->xq[m * K + idx[j]] = xo[m * no + j];
+    if (exact(u, u->xq, K, &u->wf, u->yd)) return -1;
+    r->e_a = nmse_d(u->ref, u->yd, MN);
+    /* e_WA: X̂Z·ŴZᵀ + XO·WOᵀ (X̂Z is 0 on the outlier columns) */
+    for (size_t m = 0; m < M; m++)
+        for (size_t j = 0; j < no; j++) u->xq[m * K + idx[j]] = 0;
+    if (exact(u, u->xq, K, &wqr, u->yd)) return -1;
+    if (no) {
+        double *yo = malloc(MN * sizeof(double)), *xo_d = malloc(M * no * sizeof(double));
+        int bad = !yo || !xo_d;
+        if (!bad) {
+            qk_x_from_f32(xo, no, M, no, xo_d);
+            qk_rows wor = {wo, no, NULL};
+            bad = qk_exact_matmul(xo_d, M, no, &wor, N, yo, NULL, u->c->threads);
+        }
+        for (size_t i = 0; i < MN && !bad; i++) u->yd[i] += yo[i];
+        free(yo), free(xo_d);
+        if (bad) {
+            snprintf(u->err, u->errlen, "out of memory in the exact matmul");
+            return -1;
+        }
+    }
+    r->e_wa = nmse_d(u->ref, u->yd, MN);
+    r->bpw = wbpw + 32.0 * (double)no / (double)K;
+    return 0;
+}
+
 int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w, size_t N, const float *xc, size_t Mc,
                        const float *x, size_t M, size_t K, qk_outlier_row rows[QK_OS_COUNT], char *err, size_t errlen) {
     int rc = -1;
-    ctx u = {c, M, N, K, NULL, NULL, NULL, NULL, err, errlen};
+    ctx u = {c, M, N, K, NULL, NULL, NULL, NULL, {NULL, 0, NULL}, err, errlen};
     size_t MK = M * K, NK = N * K, MN = M * N;
     u.ref = malloc(MN * sizeof(double));
     u.yd = malloc(MN * sizeof(double));
@@ -229,7 +324,16 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
     qk_qmat wq = {0};
     qk_matmul_plan plan;
     int have_plan = 0;
+    okern kern;
     memset(&plan, 0, sizeof plan);
+    if (pick_kernels(c, &kern, err, errlen)) goto out;
+    qk_tier run_tier = c->tier;
+    if (!c->at_tier)
+        for (int t = QK_TIER_COUNT - 1; t >= 0; t--)
+            if (qk_tier_allowed((qk_tier)t)) {
+                run_tier = (qk_tier)t;
+                break;
+            }
     if (!u.ref || !u.yd || !u.yd2 || !u.xq || !xd || !xt || !wt || !y || !xo || !wo || !s || !si || !idx) {
         snprintf(err, errlen, "out of memory for %zu x %zu x %zu", M, N, K);
         goto out;
@@ -240,8 +344,8 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
         goto out;
     }
     qk_x_from_f32(x, K, M, K, xd);
-    qk_rows wf = {w, K, NULL};
-    if (exact(&u, xd, K, &wf, u.ref)) goto out;
+    u.wf = (qk_rows){w, K, NULL};
+    if (exact(&u, xd, K, &u.wf, u.ref)) goto out;
 
     for (int si_ = 0; si_ < QK_OS_COUNT; si_++) {
         qk_ostrat st = (qk_ostrat)si_;
@@ -249,13 +353,16 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
         memset(r, 0, sizeof *r);
         snprintf(r->data, sizeof r->data, "%s", data);
         r->strategy = st, r->M = M, r->N = N, r->K = K, r->n_out = no;
-        opath p = {st, M, N, K, no, x, w, xt, xo, y, wo, si, idx, c->hblock, &plan};
+        opath p = {st, M, N, K, no, x, w, xt, xo, y, wo, si, idx, c->hblock, &plan, &kern};
+        const qk_matmul_kernel *mk = st == QK_OS_W4A8 ? kern.a8 : kern.a4;
+        snprintf(r->tier, sizeof r->tier, "%s", qk_tier_name(run_tier));
+        const qk_outlier_row *old = c->reuse ? &c->reuse[si_] : NULL;
         const float *wuse = w; /* the f32 weights the strategy quantizes */
         const float *xuse = x; /* the f32 activations it quantizes */
         qk_mode mode = st == QK_OS_W4A8 ? QK_W4A8 : QK_W4A4;
         if (st == QK_OS_SPLIT) {
-            if (qk_colsplit_with(NULL, w, K, N, K, idx, no, wt, K, wo, no ? no : 1) ||
-                qk_colsplit_with(NULL, x, K, M, K, idx, no, xt, K, xo, no ? no : 1)) {
+            if (qk_colsplit_with(kern.colsplit, w, K, N, K, idx, no, wt, K, wo, no ? no : 1) ||
+                qk_colsplit_with(kern.colsplit, x, K, M, K, idx, no, xt, K, xo, no ? no : 1)) {
                 snprintf(err, errlen, "colsplit: %s", qk_last_error());
                 goto out;
             }
@@ -275,7 +382,7 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
                 si[k] = 1.0f / s[k];
             }
             free(ax), free(aw);
-            if (qk_colscale_with(NULL, w, K, N, K, s, wt, K) || qk_colscale_with(NULL, x, K, M, K, si, xt, K)) {
+            if (qk_colscale_with(kern.colscale, w, K, N, K, s, wt, K) || qk_colscale_with(kern.colscale, x, K, M, K, si, xt, K)) {
                 snprintf(err, errlen, "colscale: %s", qk_last_error());
                 goto out;
             }
@@ -283,7 +390,7 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
         } else if (st == QK_OS_ROTATE) {
             memcpy(wt, w, NK * sizeof(float));
             memcpy(xt, x, MK * sizeof(float));
-            if (qk_fwht_with(NULL, wt, K, N, K, c->hblock) || qk_fwht_with(NULL, xt, K, M, K, c->hblock)) {
+            if (qk_fwht_with(kern.fwht, wt, K, N, K, c->hblock) || qk_fwht_with(kern.fwht, xt, K, M, K, c->hblock)) {
                 snprintf(err, errlen, "fwht: %s", qk_last_error());
                 goto out;
             }
@@ -298,47 +405,9 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
             }
         } else {
             if (quant_w(&u, wuse, &wq)) goto out;
-            /* e_A: quantized activations, f32 weights (the split keeps its outlier columns exact) */
-            if (quant_x(&u, st == QK_OS_W4A8 ? QK_ACT_A8 : QK_ACT_A4, xuse)) goto out;
-            qk_rows wf2 = {wuse, K, NULL}, wqr = {NULL, K, &wq};
-            if (st == QK_OS_SPLIT) {
-                for (size_t m = 0; m < M; m++)
-                    for (size_t j = 0; j < no; j++) u.xq[m * K + idx[j]] = x[m * K + idx[j]];
-                if (exact(&u, u.xq, K, &wf, u.yd)) goto out;
-                r->e_a = nmse_d(u.ref, u.yd, MN);
-                /* e_WA: X̂Z·ŴZᵀ + XO·WOᵀ (X̂Z is 0 on the outlier columns) */
-                for (size_t m = 0; m < M; m++)
-                    for (size_t j = 0; j < no; j++) u.xq[m * K + idx[j]] = 0;
-                if (exact(&u, u.xq, K, &wqr, u.yd)) goto out;
-                if (no) {
-                    double *xod = u.yd2 + 0; /* reuse: M×no doubles fit in M×N when no <= N */
-                    double *yo = malloc(MN * sizeof(double));
-                    double *xo_d = no <= N ? xod : malloc(M * no * sizeof(double));
-                    if (!yo || !xo_d) {
-                        free(yo);
-                        snprintf(err, errlen, "out of memory");
-                        goto out;
-                    }
-                    qk_x_from_f32(xo, no, M, no, xo_d);
-                    qk_rows wor = {wo, no, NULL};
-                    int bad = qk_exact_matmul(xo_d, M, no, &wor, N, yo, NULL, c->threads);
-                    for (size_t i = 0; i < MN && !bad; i++) u.yd[i] += yo[i];
-                    if (xo_d != xod) free(xo_d);
-                    free(yo);
-                    if (bad) {
-                        snprintf(err, errlen, "out of memory in the exact matmul");
-                        goto out;
-                    }
-                }
-                r->e_wa = nmse_d(u.ref, u.yd, MN);
-                r->bpw = qk_bpw(QK_W4S, c->group, QK_SCALE_F32) + 32.0 * (double)no / (double)K;
-            } else {
-                if (exact(&u, u.xq, K, &wf2, u.yd) || exact(&u, u.xq, K, &wqr, u.yd2)) goto out;
-                r->e_a = nmse_d(u.ref, u.yd, MN);
-                r->e_wa = nmse_d(u.ref, u.yd2, MN);
-                r->bpw = qk_bpw(QK_W4S, c->group, QK_SCALE_F32) + (st == QK_OS_SMOOTH ? 32.0 / (double)N : 0.0);
-            }
-            if (qk_matmul_prepare(&plan, NULL, QK_OP_GEMM, mode, &wq, M)) {
+            if (old) r->e_a = old->e_a, r->e_wa = old->e_wa, r->bpw = old->bpw;
+            else if (strategy_errors(&u, st, xuse, wuse, &wq, idx, no, xo, wo, r)) goto out;
+            if (qk_matmul_prepare(&plan, mk, QK_OP_GEMM, mode, &wq, M)) {
                 snprintf(err, errlen, "matmul prepare (%s): %s", qk_mode_name(mode), qk_last_error());
                 goto out;
             }
@@ -377,16 +446,16 @@ out:
 /* ---- output ---- */
 
 void qk_outlier_print(FILE *f, const qk_outlier_row *rows, size_t n) {
-    fprintf(f, "%-22s %-7s %5s %10s %10s %9s %6s %10s %8s %9s %9s\n", "data", "strategy", "n_out", "e_A", "e_WA", "SQNR dB",
-            "bpw", "t (us)", "GOP/s", "recovery", "recov(eA)");
+    fprintf(f, "%-22s %-10s %-7s %5s %10s %10s %9s %6s %10s %8s %9s %9s\n", "data", "tier", "strategy", "n_out", "e_A", "e_WA",
+            "SQNR dB", "bpw", "t (us)", "GOP/s", "recovery", "recov(eA)");
     for (size_t i = 0; i < n; i++) {
         const qk_outlier_row *r = &rows[i];
         char rec[16] = "-", reca[16] = "-", t[16] = "-", g[16] = "-";
         if (r->strategy != QK_OS_FP32 && isfinite(r->recovery)) snprintf(rec, sizeof rec, "%.3f", r->recovery);
         if (r->strategy != QK_OS_FP32 && isfinite(r->recovery_a)) snprintf(reca, sizeof reca, "%.3f", r->recovery_a);
         if (r->t_median > 0) snprintf(t, sizeof t, "%.1f", r->t_median * 1e6), snprintf(g, sizeof g, "%.1f", r->gops);
-        fprintf(f, "%-22s %-7s %5zu %10.3e %10.3e %9.2f %6.3f %10s %8s %9s %9s\n", i && !strcmp(rows[i - 1].data, r->data) ? "" : r->data,
-                qk_ostrat_name(r->strategy), r->n_out, r->e_a, r->e_wa, r->sqnr_db, r->bpw, t, g, rec, reca);
+        fprintf(f, "%-22s %-10s %-7s %5zu %10.3e %10.3e %9.2f %6.3f %10s %8s %9s %9s\n",
+                i && !strcmp(rows[i - 1].data, r->data) ? "" : r->data, r->tier, qk_ostrat_name(r->strategy), r->n_out, r->e_a, r->e_wa, r->sqnr_db, r->bpw, t, g, rec, reca);
     }
 }
 
@@ -413,24 +482,24 @@ int qk_outlier_write_csv(const char *path, const qk_outlier_row *rows, size_t n)
     char tmp[1200];
     FILE *f = open_tmp(path, tmp, sizeof tmp);
     if (!f) return -1;
-    fprintf(f, "data,strategy,M,N,K,n_out,e_a,e_wa,sqnr_db,bpw,t_median_s,gops,recovery,recovery_e_a\n");
+    fprintf(f, "data,tier,strategy,M,N,K,n_out,e_a,e_wa,sqnr_db,bpw,t_median_s,gops,recovery,recovery_e_a\n");
     for (size_t i = 0; i < n; i++) {
         const qk_outlier_row *r = &rows[i];
-        fprintf(f, "\"%s\",%s,%zu,%zu,%zu,%zu,%.6g,%.6g,%.4f,%.4f,%.6g,%.4f,%.4f,%.4f\n", r->data, qk_ostrat_name(r->strategy), r->M, r->N,
+        fprintf(f, "\"%s\",%s,%s,%zu,%zu,%zu,%zu,%.6g,%.6g,%.4f,%.4f,%.6g,%.4f,%.4f,%.4f\n", r->data, r->tier, qk_ostrat_name(r->strategy), r->M, r->N,
                 r->K, r->n_out, r->e_a, r->e_wa, r->sqnr_db, r->bpw, r->t_median, r->gops, r->recovery, r->recovery_a);
     }
     return close_tmp(f, tmp, path);
 }
 
-int qk_outlier_write_json(const char *path, const qk_outlier_row *rows, size_t n, const char *meta) {
+int qk_outlier_write_json(const char *path, const qk_outlier_row *rows, size_t n, const char *command, const char *meta) {
     char tmp[1200];
     FILE *f = open_tmp(path, tmp, sizeof tmp);
     if (!f) return -1;
-    fprintf(f, "{\n  \"command\": \"accuracy --outliers\",\n  \"meta\": \"%s\",\n  \"rows\": [\n", meta ? meta : "");
+    fprintf(f, "{\n  \"command\": \"%s\",\n  \"meta\": \"%s\",\n  \"rows\": [\n", command, meta ? meta : "");
     for (size_t i = 0; i < n; i++) {
         const qk_outlier_row *r = &rows[i];
-        fprintf(f, "    {\"data\": \"%s\", \"strategy\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"n_out\": %zu, \"e_a\": ", r->data,
-                qk_ostrat_name(r->strategy), r->M, r->N, r->K, r->n_out);
+        fprintf(f, "    {\"data\": \"%s\", \"tier\": \"%s\", \"strategy\": \"%s\", \"M\": %zu, \"N\": %zu, \"K\": %zu, \"n_out\": %zu, \"e_a\": ",
+                r->data, r->tier, qk_ostrat_name(r->strategy), r->M, r->N, r->K, r->n_out);
         num(f, r->e_a), fprintf(f, ", \"e_wa\": "), num(f, r->e_wa), fprintf(f, ", \"sqnr_db\": "), num(f, r->sqnr_db);
         fprintf(f, ", \"bpw\": "), num(f, r->bpw), fprintf(f, ", \"t_median_s\": "), num(f, r->t_median);
         fprintf(f, ", \"gops\": "), num(f, r->gops), fprintf(f, ", \"recovery\": "), num(f, r->recovery);
@@ -441,13 +510,17 @@ int qk_outlier_write_json(const char *path, const qk_outlier_row *rows, size_t n
     return close_tmp(f, tmp, path);
 }
 
+static int same_group(const qk_outlier_row *a, const qk_outlier_row *b) { return !strcmp(a->data, b->data) && !strcmp(a->tier, b->tier); }
+
 /* Grouped bars: output SQNR (dB) per data set, one bar per quantized strategy. */
 int qk_outlier_write_svg(const char *path, const qk_outlier_row *rows, size_t n) {
     static const char *const col[QK_OS_COUNT] = {"#000000", "#d62728", "#7f7f7f", "#1f77b4", "#2ca02c", "#ff7f0e"};
     size_t nd = 0;
     double ymax = 1;
+    int tiers = 0; /* rows of several tiers: one group per data set and tier */
+    for (size_t i = 1; i < n; i++) tiers |= strcmp(rows[i].tier, rows[0].tier) != 0;
     for (size_t i = 0; i < n; i++) {
-        if (!i || strcmp(rows[i - 1].data, rows[i].data)) nd++;
+        if (!i || !same_group(&rows[i - 1], &rows[i])) nd++;
         if (rows[i].strategy != QK_OS_FP32 && isfinite(rows[i].sqnr_db)) ymax = fmax(ymax, rows[i].sqnr_db);
     }
     ymax = ceil(ymax / 5) * 5;
@@ -467,14 +540,15 @@ int qk_outlier_write_svg(const char *path, const qk_outlier_row *rows, size_t n)
     for (size_t i = 0; i < n; d++) {
         size_t j = i;
         double x0 = L + 10 + 90.0 * (double)d;
-        for (; j < n && !strcmp(rows[j].data, rows[i].data); j++) {
+        for (; j < n && same_group(&rows[j], &rows[i]); j++) {
             const qk_outlier_row *r = &rows[j];
             if (r->strategy == QK_OS_FP32 || !isfinite(r->sqnr_db)) continue;
             double v = fmax(0, r->sqnr_db), h = PH * v / ymax, xx = x0 + 14.0 * (double)(r->strategy - 1);
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"%.1f\" fill=\"%s\"><title>%s %s: %.2f dB</title></rect>\n", xx,
-                    T + PH - h, h, col[r->strategy], r->data, qk_ostrat_name(r->strategy), r->sqnr_db);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"%.1f\" fill=\"%s\"><title>%s %s %s: %.2f dB</title></rect>\n", xx,
+                    T + PH - h, h, col[r->strategy], r->data, r->tier, qk_ostrat_name(r->strategy), r->sqnr_db);
         }
-        fprintf(f, "<text transform=\"translate(%.1f,%.0f) rotate(30)\">%s</text>\n", x0, T + PH + 14, rows[i].data);
+        fprintf(f, "<text transform=\"translate(%.1f,%.0f) rotate(30)\">%s%s%s</text>\n", x0, T + PH + 14, rows[i].data, tiers ? " " : "",
+                tiers ? rows[i].tier : "");
         i = j;
     }
     for (int s = 1; s < QK_OS_COUNT; s++)

@@ -60,11 +60,19 @@ typedef struct qk_outlier_cfg {
     int timing;            ///< time each strategy's whole path
     double min_time;       ///< seconds of repetitions per strategy, at least
     int threads;           ///< for the exact math
+    int at_tier;           ///< 0: the dispatcher's kernels; 1: each family's best variant at or below `tier`
+    qk_tier tier;
+    /// Non-NULL: rows[QK_OS_COUNT] of an earlier run on the same data and
+    /// configuration; their e_A, e_WA, bpw and recovery are taken as they are
+    /// (they do not depend on the kernels), only the kernels' own output and
+    /// the timing are measured again.
+    const struct qk_outlier_row *reuse;
 } qk_outlier_cfg;
 
 /// One row of the comparison: a strategy on one data set.
 typedef struct qk_outlier_row {
     char data[64];
+    char tier[16];          ///< the tier the kernels were picked at (cfg.tier, or the dispatcher's best)
     qk_ostrat strategy;
     size_t M, N, K, n_out;  ///< n_out: outlier channels kept in f32 (split) or detected (others)
     double e_a, e_wa;       ///< NMSE against the FP32 product: quantized activations only / both quantized
@@ -82,15 +90,18 @@ typedef struct qk_outlier_row {
 int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w, size_t N, const float *xc, size_t Mc,
                        const float *x, size_t M, size_t K, qk_outlier_row rows[QK_OS_COUNT], char *err, size_t errlen);
 
-/// The comparison table (header when `header`), CSV and JSON of rows, and an
-/// SVG plot of the output SQNR per data set and strategy.
+/// The comparison table, CSV and JSON of rows (`command` names the qkbench
+/// command in the JSON), and an SVG plot of the output SQNR per data set (and
+/// tier, where rows of several tiers are given) and strategy.
 void qk_outlier_print(FILE *f, const qk_outlier_row *rows, size_t n);
 int qk_outlier_write_csv(const char *path, const qk_outlier_row *rows, size_t n);
-int qk_outlier_write_json(const char *path, const qk_outlier_row *rows, size_t n, const char *meta);
+int qk_outlier_write_json(const char *path, const qk_outlier_row *rows, size_t n, const char *command, const char *meta);
 int qk_outlier_write_svg(const char *path, const qk_outlier_row *rows, size_t n);
 
-/// `qkbench accuracy --outliers` (acc_outliers.c): exit status 0, or 2 on an error.
+/// `qkbench accuracy --outliers` and `qkbench sweep --outliers`
+/// (acc_outliers.c; the sweep times every tier): exit status 0, or 2 on an error.
 int qk_acc_outliers(int argc, char **argv);
+int qk_sweep_outliers(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include "acc_shard.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "outliers.h"
 #include "refmath.h"
 #include "results.h"
 
@@ -37,6 +38,8 @@ static void help(void) {
            "  --list               print the cases (LAYER/FORMAT/gG/MODE, each with all its variants) and exit\n"
            "  --results DIR        results root for --shard folders (default $QK_RESULTS or ./results)\n"
            "%s"
+           "  --outliers           the outlier strategies (W4A4, W4A8, channel split, smoothing, rotation) on\n"
+           "                       outlier and SwiGLU activations, timed on every tier; see qkbench sweep --outliers --help\n"
            "--out DIR writes sweep.csv, sweep.json and sweep.svg (the plot); each is rewritten after every row.\n",
            qkb_shard_help);
 }
@@ -70,6 +73,8 @@ static void on_note(void *p, const char *line) {
 }
 
 int qk_cmd_sweep(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--outliers")) return qk_sweep_outliers(argc, argv);
     acc_opts o;
     acc_opts_init(&o);
     o.M = 1, o.N = 4096, o.K = 4096;

@@ -52,6 +52,17 @@ expect "MB/s"
 run 0 "sweep" "$Q" sweep --shape 1x128x256 --min-time 0 --reps 1 --format w4s,q8_0 --group 32,K --out "$O/sweep"
 expect "GB/s"
 exists "$O/sweep/sweep.csv"; exists "$O/sweep/sweep.json"; exists "$O/sweep/sweep.svg"
+run 0 "accuracy --outliers" "$Q" accuracy --outliers --shape 4x64x512 --calib-rows 32 --no-timing --out "$O/outl"
+expect "exact match"; expect "recovery"
+exists "$O/outl/outliers.csv"; exists "$O/outl/outliers.json"; exists "$O/outl/outliers.svg"
+run 0 "sweep --outliers (every tier)" "$Q" sweep --outliers --shape 4x64x512 --calib-rows 32 --min-time 0 --out "$O/sweepo"
+expect "tiers:"; expect "rotate"
+exists "$O/sweepo/sweep_outliers.csv"; exists "$O/sweepo/sweep_outliers.json"; exists "$O/sweepo/sweep_outliers.svg"
+# every tier times every strategy on every data set: the same number of rows per tier, scalar among them
+awk -F, 'NR > 1 { n[$2]++ } END { for (t in n) { if (c && n[t] != c) bad = 1; c = n[t] }; exit !(!bad && ("scalar" in n) && c % 6 == 0) }' \
+    "$O/sweepo/sweep_outliers.csv" || { echo "FAIL: sweep_outliers.csv: tiers with different row counts, or no scalar rows"; fail=1; }
+run 2 "sweep --outliers, bad --min-time" "$Q" sweep --outliers --min-time -1
+expect "--min-time"
 run 0 "sweep, safetensors weights" "$Q" sweep --weights "$D/model.safetensors:blocks.0.w2" --min-time 0 --reps 1 --format q4_0
 
 run 0 "depth, generated" "$Q" depth --layers 3 --dim 128 --ffn 256 --tokens 4 --config w4s:32:W4A8,w8s:K:W8A32 --csv "$O/depth.csv"

@@ -82,7 +82,7 @@ static void test_detection(void) {
 
 static void test_recovery(void) {
     const size_t M = tu_quick() ? 8 : 16, N = tu_quick() ? 128 : 256, K = tu_quick() ? 512 : 1024, Mc = 64;
-    qk_outlier_cfg c = {128, {6.0, 0, 0}, 0.5, K, 0, 0, qk_acc_threads()};
+    qk_outlier_cfg c = {.group = 128, .rule = {6.0, 0, 0}, .smooth_alpha = 0.5, .hblock = K, .threads = qk_acc_threads()};
     qk_gen_spec gw;
     qk_gen_spec_default(&gw);
     float *w = malloc(N * K * sizeof *w);
