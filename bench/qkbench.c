@@ -27,7 +27,7 @@ static const command commands[] = {
     {"depth", "error through a stack of quantized residual blocks", qk_cmd_depth, NULL},
     {"compare", "compare two result sets and flag regressions", qk_cmd_compare, NULL},
     {"report", "render plots from a results folder", qk_cmd_report, NULL},
-    {"fleet", "run across machines with Slurm; collect and compare", NULL, "the scale-out issue"},
+    {"fleet", "run across machines with Slurm; collect and compare", qk_cmd_fleet, NULL},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
