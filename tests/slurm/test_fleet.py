@@ -268,7 +268,7 @@ def job_ids(out):
 
 def slurm_standin(a, c, d):
     """fleet submit against real Slurm, with a stand-in for qkbench: every shard runs once, on a whole node."""
-    res = os.path.join(d, "standin")
+    res = fresh(d, "standin")
     stand = os.path.join(d, "qkstand")
     write_exe(stand, "#!/bin/sh\n"
                      f"echo \"$* cpus=$(nproc)\" > {res}/ran-$SLURM_ARRAY_TASK_ID\n")
