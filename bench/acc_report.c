@@ -319,7 +319,7 @@ char *acc_svg(const acc_table *t, const acc_meta *m) {
     qkb_buf_printf(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     char e1[256], e2[512], e3[512];
     qkb_buf_printf(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">qkbench %s: output SQNR against bits per weight (%s)</text>\n", L,
-                   m->command, xml(qk_cpu()->brand, e1, sizeof e1));
+                   m->command, xml(m->cpu ? m->cpu : qk_cpu()->brand, e1, sizeof e1));
     qkb_buf_printf(&b, "<text x=\"%.0f\" y=\"40\" fill=\"#555\">weights %s; activations %s; seed %llu</text>\n", L,
                    xml(m->weights, e2, sizeof e2), xml(m->acts, e3, sizeof e3), (unsigned long long)m->seed);
     for (double x = ceil(xmin); x <= xmax; x += 1) {

@@ -25,6 +25,7 @@ typedef struct acc_meta {
     uint64_t seed;
     const char *weights, *acts; ///< descriptions of the data
     const char *timing;   ///< how throughput was measured (NULL: not timed)
+    const char *cpu;      ///< the CPU the rows come from (NULL: this one)
 } acc_meta;
 
 /// Print the rows [from, t->n) as the accuracy command's tables: weights,

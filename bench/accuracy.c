@@ -381,7 +381,7 @@ int qk_cmd_accuracy(int argc, char **argv) {
     u.sh = &sh;
     char wd[400], xd[400];
     describe_sources(&o, wd, sizeof wd, xd, sizeof xd);
-    u.meta = (acc_meta){"accuracy", o.seed, wd, xd, NULL};
+    u.meta = (acc_meta){"accuracy", o.seed, wd, xd, NULL, NULL};
     u.files = o.csv || o.json || o.svg || o.out;
     acc_eval_cfg cfg = {0};
     cfg.o = &o;
@@ -434,7 +434,7 @@ int qk_accuracy_summary(const char *dir, FILE *md) {
     run u;
     memset(&u, 0, sizeof u);
     u.o = &o;
-    u.meta = (acc_meta){"accuracy", o.seed, "generated gauss", "generated gauss", NULL};
+    u.meta = (acc_meta){"accuracy", o.seed, "generated gauss", "generated gauss", NULL, NULL};
     u.files = dir != NULL;
     acc_eval_cfg cfg = {0};
     cfg.o = &o;

@@ -767,10 +767,7 @@ int qk_cmd_fleet(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "submit")) return qk_fleet_submit(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "collect")) {
-        fprintf(stderr, "qkbench fleet collect: not available yet (it arrives with the sharding part of the scale-out issue)\n");
-        return 2;
-    }
+    if (!strcmp(argv[1], "collect")) return qk_fleet_collect(argc - 1, argv + 1);
     fprintf(stderr, "qkbench fleet: unknown subcommand '%s' (submit or collect)\n", argv[1]);
     fleet_help(stderr);
     return 2;

@@ -39,13 +39,8 @@ static const char *script_path(char *buf, size_t n) {
     return NULL;
 }
 
-int qkb_report(const char *dir, int quiet) {
-    char rj[1200];
-    qkb_path(rj, sizeof rj, dir, "results.json");
-    if (!readable(rj)) {
-        fprintf(stderr, "qkbench report: %s is not a results folder (no results.json)\n", dir);
-        return 2;
-    }
+/* Run tools/qkbench_report.py with (a1, a2); quiet: its stdout to /dev/null. */
+static int run_script(const char *a1, const char *a2, int quiet) {
     char sbuf[1200];
     const char *script = script_path(sbuf, sizeof sbuf);
     if (!script) {
@@ -54,7 +49,7 @@ int qkb_report(const char *dir, int quiet) {
     }
     const char *py = getenv("QK_PYTHON");
     if (!py || !*py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    char *args[] = {(char *)py, (char *)script, (char *)dir, NULL};
+    char *args[] = {(char *)py, (char *)script, (char *)a1, (char *)a2, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (quiet) posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -70,6 +65,18 @@ int qkb_report(const char *dir, int quiet) {
     if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st)) return 2;
     return WEXITSTATUS(st);
 }
+
+int qkb_report(const char *dir, int quiet) {
+    char rj[1200];
+    qkb_path(rj, sizeof rj, dir, "results.json");
+    if (!readable(rj)) {
+        fprintf(stderr, "qkbench report: %s is not a results folder (no results.json)\n", dir);
+        return 2;
+    }
+    return run_script(dir, NULL, quiet);
+}
+
+int qkb_report_fleet(const char *out, int quiet) { return run_script("--fleet", out, quiet); }
 
 int qk_cmd_report(int argc, char **argv) {
     const char *dir = NULL;

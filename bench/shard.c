@@ -171,6 +171,10 @@ static int write_json(qkb_shard_run *r, char *err, size_t errlen) {
     qkw_arr(&w);
     for (size_t i = 0; i < r->ncases; i++) qkw_str(&w, r->cases[i]);
     qkw_end_arr(&w);
+    qkw_key(&w, "case_index");
+    qkw_arr(&w);
+    for (size_t i = 0; i < r->ncases; i++) qkw_int(&w, (long long)r->pos[i]);
+    qkw_end_arr(&w);
     for (int st = 1; st <= 2; st++) {
         qkw_key(&w, st == 1 ? "done" : "failed");
         qkw_arr(&w);
@@ -208,7 +212,7 @@ static int write_json(qkb_shard_run *r, char *err, size_t errlen) {
 void qkb_shard_free(qkb_shard_run *r) {
     for (int i = 0; i < r->nargs; i++) free(r->args[i]);
     for (size_t i = 0; i < r->ncases; i++) free(r->cases[i]);
-    free(r->args), free(r->cases), free(r->state);
+    free(r->args), free(r->cases), free(r->state), free(r->pos);
     memset(r, 0, sizeof *r);
 }
 
@@ -230,7 +234,8 @@ int qkb_shard_begin(qkb_shard_run *r, const char *dir, const char *command, int 
     r->args = calloc((size_t)argc + 1, sizeof *r->args);
     r->cases = calloc(n + 1, sizeof *r->cases);
     r->state = calloc(n + 1, 1);
-    int oom = !r->args || !r->cases || !r->state;
+    r->pos = calloc(n + 1, sizeof *r->pos);
+    int oom = !r->args || !r->cases || !r->state || !r->pos;
     for (int i = 1; i < argc && !oom; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "--shard") || !strcmp(a, "--run-id") || !strcmp(a, "--out") || !strcmp(a, "--results")) && i + 1 < argc) {
@@ -240,7 +245,10 @@ int qkb_shard_begin(qkb_shard_run *r, const char *dir, const char *command, int 
         oom = !(r->args[r->nargs++] = str_dup(a));
     }
     for (size_t i = 0; i < n && !oom; i++)
-        if (shard[i] == s->index) oom = !(r->cases[r->ncases++] = str_dup(all_names[i]));
+        if (shard[i] == s->index) {
+            r->pos[r->ncases] = i;
+            oom = !(r->cases[r->ncases++] = str_dup(all_names[i]));
+        }
     if (oom) {
         qkb_shard_free(r);
         snprintf(err, errlen, "out of memory");

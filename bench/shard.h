@@ -14,6 +14,7 @@
 ///   cases_total  cases of the full list
 ///   case_list_sha  FNV-1a 64 (hex) of the full ordered list of case names, one per line
 ///   cases        the names assigned to this shard, in run order
+///   case_index   the position (0-based) of each of them in the full list
 ///   done         the names completed so far (a case that failed is not done)
 ///   failed       the names that failed
 ///   status       "running" (written at start and after every case), "complete", or
@@ -64,6 +65,7 @@ typedef struct qkb_shard_run {
     char sha[17];
     char **cases;
     size_t ncases;
+    size_t *pos;          ///< per case of this shard: its position in the full list
     unsigned char *state; ///< per case of this shard: 0 pending, 1 done, 2 failed
     char status[12];
     char started[40], finished[40];

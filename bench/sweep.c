@@ -186,7 +186,7 @@ int qk_cmd_sweep(int argc, char **argv) {
     char timing[200];
     snprintf(timing, sizeof timing, "wall clock, median of >= %zu repetitions and >= %.2g s, warm cache, one thread, activation quantization included",
              reps, min_time);
-    u.meta = (acc_meta){"sweep", o.seed, wd, xd, timing};
+    u.meta = (acc_meta){"sweep", o.seed, wd, xd, timing, NULL};
     u.files = o.csv || o.json || o.svg || o.out;
     acc_eval_cfg cfg = {0};
     cfg.o = &o;
