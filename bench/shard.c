@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -134,11 +135,21 @@ void qkb_case_list_hash(const char *const *names, size_t n, char out[17]) {
 }
 
 int qkb_shard_make_dir(const qkb_shard_opts *s, char *out, size_t n, char *err, size_t errlen) {
-    char stamp[32];
+    char stamp[32], parent[1100];
     qkb_now(stamp, sizeof stamp, NULL, 0);
-    snprintf(out, n, "%s/%s/%s-%s-%s-shard%dof%d", qkb_results_root(), qkb_machine_name(), stamp, qkb_commit(), s->run_id, s->index,
-             s->of);
-    return qkb_mkdirs(out, err, errlen);
+    snprintf(parent, sizeof parent, "%s/%s", qkb_results_root(), qkb_machine_name());
+    if (qkb_mkdirs(parent, err, errlen)) return -1;
+    /* a folder of its own, claimed by mkdir: two shards started in the same second
+     * (another command of the same run, a resubmitted task) get -2, -3, ... */
+    for (int k = 1; k < 1000; k++) {
+        char sfx[16] = "";
+        if (k > 1) snprintf(sfx, sizeof sfx, "-%d", k);
+        snprintf(out, n, "%s/%s-%s-%s-shard%dof%d%s", parent, stamp, qkb_commit(), s->run_id, s->index, s->of, sfx);
+        if (mkdir(out, 0777) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    snprintf(err, errlen, "cannot create a shard folder %s: %s", out, strerror(errno));
+    return -1;
 }
 
 /* ---- shard.json ---- */

@@ -51,7 +51,8 @@ void qkb_shard_assign(const char *const *names, const double *cost, size_t n, in
 /// FNV-1a 64 of the names, each followed by '\n', as 16 hex digits.
 void qkb_case_list_hash(const char *const *names, size_t n, char out[17]);
 
-/// The shard folder <results>/<machine>/<stamp>-<commit>-<run-id>-shard<I>of<N>, created.
+/// The shard folder <results>/<machine>/<stamp>-<commit>-<run-id>-shard<I>of<N>, created
+/// (with -2, -3, ... appended if another shard took that name in the same second).
 int qkb_shard_make_dir(const qkb_shard_opts *s, char *out, size_t n, char *err, size_t errlen);
 
 /// A running shard and its shard.json.

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Sharding and `qkbench fleet collect`, locally (no Slurm): issue 8 items 1, 3, 4.
 
-    test_fleet.py --qkbench PATH --work DIR
+    test_collect.py --qkbench PATH --work DIR
 
 A tiny bench, accuracy and sweep run unsharded and as shards 1..3 of one run
 into a results root; collect merges them. Checks: the merged case list is the
@@ -18,6 +18,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def main():
             check(s["status"] == "complete" and s["done"] == s["cases"] and s["finished"], "%s shard %d: %s" % (c, i, s["status"]))
             check(s["of"] == 3 and s["run_id"] == "t" and s["machine"] == "fleet-a" and s["slurm"] is None, "%s shard %d fields" % (c, i))
             check("--shard" not in s["args"] and "--results" not in s["args"], "%s shard %d args %s" % (c, i, s["args"]))
-            check(os.path.basename(d).endswith("-t-shard%dof3" % i), "folder name %s" % d)
+            check(re.search(r"^\d{8}-\d{6}-.*-t-shard%dof3(-\d+)?$" % i, os.path.basename(d)), "folder name %s" % d)
 
     before = snapshot(R)
     O1 = os.path.join(work, "out1")
