@@ -1,6 +1,7 @@
 /* --shard for qkbench accuracy and sweep: the case list, its assignment, shard.json. */
 #include "acc_shard.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,18 @@ void acc_shard_add_layer(acc_shard *s, const acc_opts *o, const char *layer, siz
     acc_cases(o, layer, M, K, add_case, &l);
 }
 
+/* SIGTERM (scancel) or SIGINT: no new case starts; the shard ends "failed". */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig) {
+    if (stop_sig) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_sig = sig;
+}
+
 static void free_list(acc_shard *s) {
     for (size_t i = 0; i < s->n; i++) free(s->names[i]);
     free(s->names), free(s->cost), free(s->assign);
@@ -96,6 +109,12 @@ int acc_shard_start(acc_shard *s, acc_opts *o, const char *cmd, int argc, char *
     if (qkb_shard_begin(&s->run, s->dir, cmd, argc, argv, &s->opt, (const char *const *)s->names, s->assign, s->n, err, sizeof err))
         goto fail;
     free_list(s);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     return 0;
 fail:
     fprintf(stderr, "qkbench %s: %s\n", cmd, err);
@@ -112,7 +131,7 @@ static long find(const acc_shard *s, const char *layer, qk_format f, size_t g, q
 }
 
 int acc_shard_want(acc_shard *s, const char *layer, qk_format f, size_t g, qk_mode m) {
-    return !s->opt.of || find(s, layer, f, g, m) >= 0;
+    return !s->opt.of || (!stop_sig && find(s, layer, f, g, m) >= 0);
 }
 
 void acc_shard_done(acc_shard *s, const char *layer, qk_format f, size_t g, qk_mode m) {
@@ -121,7 +140,12 @@ void acc_shard_done(acc_shard *s, const char *layer, qk_format f, size_t g, qk_m
     if (i >= 0) qkb_shard_case(&s->run, s->run.cases[i], 1);
 }
 
-void acc_shard_end(acc_shard *s, int ok) {
-    if (s->opt.of) qkb_shard_end(&s->run, ok);
+int acc_shard_end(acc_shard *s, int ok) {
+    if (s->opt.of) {
+        if (stop_sig) fprintf(stderr, "qkbench %s: stopped by signal %d; the shard is marked failed, its completed cases are kept in %s\n", s->run.command,
+                              (int)stop_sig, s->dir);
+        qkb_shard_end(&s->run, ok && !stop_sig);
+    }
     free_list(s);
+    return stop_sig ? 128 + stop_sig : 0;
 }

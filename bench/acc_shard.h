@@ -37,5 +37,8 @@ int acc_shard_start(acc_shard *s, acc_opts *o, const char *cmd, int argc, char *
 int acc_shard_want(acc_shard *s, const char *layer, qk_format f, size_t g, qk_mode m);
 void acc_shard_done(acc_shard *s, const char *layer, qk_format f, size_t g, qk_mode m);
 /// The end (ok: the run succeeded): shard.json complete or failed; frees s.
-void acc_shard_end(acc_shard *s, int ok);
+/// A SIGTERM or SIGINT during a sharded run lets the case in flight finish,
+/// starts no other, and ends the shard "failed": then 128 + the signal is
+/// returned (the exit status), else 0.
+int acc_shard_end(acc_shard *s, int ok);
 #endif

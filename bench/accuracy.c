@@ -418,7 +418,8 @@ int qk_cmd_accuracy(int argc, char **argv) {
     }
     if (!rc) rc = u.failed_write ? 2 : worst_exit(&u.t);
     if (rc == 1) fprintf(stderr, "qkbench accuracy: a kernel is outside its error model (see OUTSIDE THE ERROR MODEL above)\n");
-    acc_shard_end(&sh, rc != 2);
+    int sig_rc = acc_shard_end(&sh, rc != 2);
+    if (sig_rc) rc = sig_rc;
     if (sh.dir[0] && !o.quiet) printf("results: %s\n", sh.dir);
     acc_table_free(&u.t);
     acc_opts_free(&o);

@@ -223,7 +223,8 @@ int qk_cmd_sweep(int argc, char **argv) {
     for (size_t i = 0; i < u.t.n && !rc; i++)
         if (!u.t.r[i].skip[0] && !u.t.r[i].k_ok) rc = 1;
     if (rc == 1) fprintf(stderr, "qkbench sweep: a kernel is outside its error model\n");
-    acc_shard_end(&sh, rc != 2);
+    int sig_rc = acc_shard_end(&sh, rc != 2);
+    if (sig_rc) rc = sig_rc;
     if (o.out && !o.quiet && !rc) printf("wrote %s/sweep.csv, sweep.json, sweep.svg\n", o.out);
     acc_table_free(&u.t);
     acc_mat_free(&w), acc_mat_free(&x);

@@ -20,8 +20,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 failures = []
 
@@ -167,8 +169,9 @@ def main():
     # the merged folder is a results folder: report and compare read it
     rc, so, se = q.run("report", M, timeout=180)
     check(rc == 0 and os.path.isfile(os.path.join(M, "plots", "roofline.png")), "report on the merged folder: %d %s" % (rc, se[-500:]))
-    rc, so, se = q.run("compare", U["bench"], M)
-    check(rc in (0, 1) and "gemv/W4A8" in so, "compare unsharded merged: %d %s" % (rc, se[-500:]))
+    rc, so, se = q.run("compare", U["bench"], M, "--all")
+    check(rc in (0, 1) and ("%d rows compared" % len(mb["rows"])) in so and "gemv/W4A8" in so,
+          "compare unsharded merged: %d %s %s" % (rc, so[-500:], se[-500:]))
     # the cross-machine table and plots
     with open(os.path.join(O1, "fleet.csv")) as f:
         rows = list(csv.DictReader(f))
@@ -241,6 +244,30 @@ def main():
     with open(os.path.join(O4, "fleet.csv")) as f:
         hdr = next(csv.reader(f))
     check("fleet-a gops" in hdr and "fleet-b gops" in hdr, "two machines in fleet.csv: %s" % hdr)
+
+    # a shard stopped by SIGTERM (scancel): the case in flight finishes, no other starts, status failed
+    R5 = os.path.join(work, "results5")
+    p = subprocess.Popen([q.exe, "accuracy", "--shape", "4x1024x4096", "--quiet", "--results", R5, "--shard", "1/1", "--run-id", "k"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=q.env)
+    sj, t0 = None, time.time()
+    while time.time() - t0 < 60 and p.poll() is None:
+        d = shard_dirs(R5, "accuracy", "k") if os.path.isdir(R5) else {}
+        if 1 in d:
+            try:
+                if load(os.path.join(d[1], "shard.json"))["done"]:
+                    sj = os.path.join(d[1], "shard.json")
+                    break
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    se = p.communicate(timeout=120)[1]
+    if check(sj is not None, "no accuracy case completed within 60 s"):
+        s = load(sj)
+        check(p.returncode == 143 and s["status"] == "failed" and 0 < len(s["done"]) < len(s["cases"]) and s["finished"],
+              "SIGTERM: exit %d, status %s, %d of %d done: %s" % (p.returncode, s["status"], len(s["done"]), len(s["cases"]), se))
+        rc, so, se = q.run("fleet", "collect", R5, "--no-plots")
+        check(rc == 1 and "shard 1/1 incomplete: status failed" in so, "a stopped shard is incomplete:\n" + so)
 
     # usage errors
     for args, msg in ((["fleet", "collect"], "needs the results folder"), (["fleet", "collect", R, "--bogus"], "unknown option"),
