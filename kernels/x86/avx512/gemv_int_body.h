@@ -86,14 +86,20 @@ QK_INLINE __m512i gi_weights(gi_fmt f, const uint8_t *row, size_t k, size_t nval
 }
 
 /* Prefetch the weights of row `row` GI_PF bytes past those of chunk k (a
- * 64-value chunk spans at most 68 bytes, so two lines cover it). */
-QK_INLINE void gi_prefetch(gi_fmt f, const uint8_t *row, size_t k) {
-    const uint8_t *p = f == GI_W4S || f == GI_W4A ? row + k / 2
-                       : f == GI_W8S              ? row + k
-                       : f == GI_Q4_0             ? row + (k / 32) * QK_Q4_0_BYTES
-                                                  : row + (k / 32) * QK_Q8_0_BYTES;
-    _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
-    if (f == GI_W8S || f == GI_Q8_0) _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+ * 64-value chunk spans at most 68 bytes, so two lines cover it). Past the end
+ * of the row (rb bytes), the same place in the row GI_R rows below, which the
+ * next step reads: rows are contiguous, and without this the first GI_PF
+ * bytes of every row would be demand misses (a quarter to a half of a
+ * 4096-wide row). */
+QK_INLINE void gi_prefetch(gi_fmt f, const uint8_t *row, size_t k, size_t rb) {
+    size_t o = f == GI_W4S || f == GI_W4A ? k / 2
+               : f == GI_W8S              ? k
+               : f == GI_Q4_0             ? (k / 32) * QK_Q4_0_BYTES
+                                          : (k / 32) * QK_Q8_0_BYTES;
+    o += GI_PF;
+    if (o >= rb) o += (GI_R - 1) * rb;
+    _mm_prefetch((const char *)row + o, _MM_HINT_T0);
+    if (f == GI_W8S || f == GI_Q8_0) _mm_prefetch((const char *)row + o + 64, _MM_HINT_T0);
 }
 
 QK_INLINE __m512i gi_dot(gi_fmt f, __m512i acc, __m512i w, __m512i a, qk8_act ap) {
@@ -145,6 +151,7 @@ QK_INLINE void gi_rows_pair(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t
     const qk_qact *xq = a->xq;
     size_t K = a->K, ng = K / 32;
     int off = gi_off(f);
+    const size_t rb = w->row_bytes;
     const uint8_t *row[GI_R];
     __m512 acc[GI_R], s16[GI_R];
     for (size_t r = 0; r < nr; r++) {
@@ -164,7 +171,7 @@ QK_INLINE void gi_rows_pair(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t
             qk8_act ap = qk8_act_prep(av);
             __m512i corr = gi_lane_corr(off, av);
             for (size_t r = 0; r < nr; r++) {
-                gi_prefetch(f, row[r], k);
+                gi_prefetch(f, row[r], k, rb);
                 __m512i d = gi_dot(f, corr, gi_weights(f, row[r], k, nv), av, ap);
                 acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s16[r]), acc[r]);
             }
@@ -180,6 +187,7 @@ QK_INLINE void gi_rows_group(gi_fmt f, const qk_matmul_args *a, size_t n0, size_
     const qk_qact *xq = a->xq;
     size_t K = a->K, g = a->group, ng = K / g;
     int off = gi_off(f);
+    const size_t rb = w->row_bytes;
     const uint8_t *row[GI_R];
     __m512 acc[GI_R];
     __m512i d[GI_R];
@@ -205,7 +213,7 @@ QK_INLINE void gi_rows_group(gi_fmt f, const qk_matmul_args *a, size_t n0, size_
                 __m512i av = nv == 64 ? _mm512_loadu_si512(xq->codes + k) : _mm512_maskz_loadu_epi8(qk512_mask64(nv), xq->codes + k);
                 qk8_act ap = qk8_act_prep(av);
                 for (size_t r = 0; r < nr; r++) {
-                    gi_prefetch(f, row[r], k);
+                    gi_prefetch(f, row[r], k, rb);
                     d[r] = gi_dot(f, d[r], gi_weights(f, row[r], k, nv), av, ap);
                 }
             }
