@@ -2,6 +2,7 @@
  * target, one task per shard; the manifest of fleet.h). */
 #include "fleet.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@ typedef struct fl_job {
     char *array; /* "1-3" or "2,5" */
     char submitted[40];
     int only_missing;
+    fl_strs sbatch; /* options given to this submission only (--only-missing) */
 } fl_job;
 
 /* A fleet run: what the manifest holds. */
@@ -77,7 +79,10 @@ static void run_free(fl_run *r) {
     strs_free(&r->command);
     strs_free(&r->sbatch);
     for (int t = 0; t < r->ntargets; t++) strs_free(&r->targets[t].sbatch);
-    for (int j = 0; j < r->njobs; j++) free(r->jobs[j].array);
+    for (int j = 0; j < r->njobs; j++) {
+        free(r->jobs[j].array);
+        strs_free(&r->jobs[j].sbatch);
+    }
 }
 
 /* Run ids and target names: [A-Za-z0-9._-], 1..max characters, not starting with '.' or '-'. */
@@ -214,6 +219,7 @@ static int manifest_write(const fl_run *r, char *err, size_t errlen) {
         qkw_kstr(&w, "array", r->jobs[j].array);
         qkw_kstr(&w, "submitted", r->jobs[j].submitted);
         qkw_kbool(&w, "only_missing", r->jobs[j].only_missing);
+        kstrs(&w, "sbatch", &r->jobs[j].sbatch);
         qkw_end_obj(&w);
     }
     qkw_end_arr(&w);
@@ -225,6 +231,69 @@ static int manifest_write(const fl_run *r, char *err, size_t errlen) {
     int rc = b.oom ? (snprintf(err, errlen, "out of memory"), -1) : qkb_write_atomic(path, b.p, b.n, err, errlen);
     qkb_buf_free(&b);
     return rc;
+}
+
+static int get_strs(const qkj *v, fl_strs *out) {
+    if (!v || v->type != QKJ_ARR) return -1;
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->items[i]->type != QKJ_STR) return -1;
+        strs_add(out, v->items[i]->str);
+    }
+    return 0;
+}
+
+static int copy_str(const qkj *v, char *out, size_t n) {
+    const char *s = qkj_str(v, NULL);
+    if (!s || strlen(s) >= n) return -1;
+    memcpy(out, s, strlen(s) + 1);
+    return 0;
+}
+
+/* Read DIR/fleet/NAME.json back into r. 0, or -1 with a message. */
+static int manifest_read(const char *path, fl_run *r, char *err, size_t errlen) {
+    char e[512];
+    qkj *m = qkj_parse_file(path, e, sizeof e);
+    if (!m) {
+        snprintf(err, errlen, "%s", e);
+        return -1;
+    }
+    int bad = 0;
+    bad |= copy_str(qkj_get(m, "name"), r->name, sizeof r->name);
+    bad |= get_strs(qkj_get(m, "command"), &r->command);
+    r->shards = (int)qkj_num(qkj_get(m, "shards"), 0);
+    bad |= copy_str(qkj_get(m, "results"), r->results, sizeof r->results);
+    bad |= copy_str(qkj_get(m, "qkbench"), r->qkbench, sizeof r->qkbench);
+    bad |= get_strs(qkj_get(m, "sbatch"), &r->sbatch);
+    copy_str(qkj_get(m, "host"), r->host, sizeof r->host);
+    copy_str(qkj_get(m, "created"), r->created, sizeof r->created);
+    const qkj *t = qkj_get(m, "targets");
+    if (!t || t->type != QKJ_ARR || t->n == 0 || t->n > FL_MAX_TARGETS) bad = 1;
+    for (size_t i = 0; !bad && i < t->n; i++) {
+        bad |= copy_str(qkj_get(t->items[i], "name"), r->targets[i].name, sizeof r->targets[i].name);
+        bad |= get_strs(qkj_get(t->items[i], "sbatch"), &r->targets[i].sbatch);
+        r->ntargets++;
+    }
+    const qkj *j = qkj_get(m, "jobs");
+    if (!j || j->type != QKJ_ARR || j->n >= FL_MAX_JOBS) bad = 1;
+    for (size_t i = 0; !bad && i < j->n; i++) {
+        fl_job *o = &r->jobs[i];
+        bad |= copy_str(qkj_get(j->items[i], "job_id"), o->job_id, sizeof o->job_id);
+        o->target = (int)qkj_num(qkj_get(j->items[i], "target"), -1);
+        const char *a = qkj_str(qkj_get(j->items[i], "array"), NULL);
+        o->array = a ? strdup(a) : NULL;
+        copy_str(qkj_get(j->items[i], "submitted"), o->submitted, sizeof o->submitted);
+        o->only_missing = qkj_num(qkj_get(j->items[i], "only_missing"), 0) != 0;
+        get_strs(qkj_get(j->items[i], "sbatch"), &o->sbatch);
+        r->njobs++;
+        if (!o->array || o->target < 0 || o->target >= r->ntargets) bad = 1;
+    }
+    if (r->command.n < 1 || r->shards < 1 || r->shards > FL_MAX_SHARDS) bad = 1;
+    qkj_free(m);
+    if (bad) {
+        snprintf(err, errlen, "%.900s is not a fleet manifest written by qkbench fleet submit (a field is missing or wrong)", path);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- running sbatch ---- */
@@ -362,6 +431,7 @@ static int submit_one(fl_run *r, const char *sbatch, int t, const fl_strs *extra
         j->array = strdup(array);
         qkb_now(NULL, 0, j->submitted, sizeof j->submitted);
         j->only_missing = only_missing;
+        for (int i = 0; extra && i < extra->n; i++) strs_add(&j->sbatch, extra->v[i]);
         printf("target %-12s job %s  shards %s of %d\n", r->targets[t].name, id, array, r->shards);
     }
     free(out);
@@ -712,6 +782,180 @@ done:
     return rc;
 }
 
+/* The manifest of run `name` in results root `dir` (or the only one there when name is NULL). */
+static int find_manifest(const char *dir, const char *name, char *path, size_t n) {
+    if (name) {
+        if (!name_ok(name, 64)) {
+            fprintf(stderr, "qkbench fleet submit: --name '%s': a run id is 1 to 64 characters of [A-Za-z0-9._-]\n", name);
+            return 2;
+        }
+        snprintf(path, n, "%s/fleet/%s.json", dir, name);
+        if (access(path, R_OK)) {
+            fprintf(stderr, "qkbench fleet submit: --only-missing %s: no run '%s' (%s: %s)\n", dir, name, path, strerror(errno));
+            return 2;
+        }
+        return 0;
+    }
+    char fd[PATH_MAX + 16];
+    snprintf(fd, sizeof fd, "%s/fleet", dir);
+    DIR *d = opendir(fd);
+    if (!d) {
+        fprintf(stderr, "qkbench fleet submit: --only-missing %s: no fleet runs there (%s: %s)\n", dir, fd, strerror(errno));
+        return 2;
+    }
+    int found = 0;
+    qkb_buf names = {0};
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || e->d_name[0] == '.' || strcmp(e->d_name + l - 5, ".json")) continue;
+        if (!found++) snprintf(path, n, "%s/%s", fd, e->d_name);
+        qkb_buf_printf(&names, " %.*s", (int)(l - 5), e->d_name);
+    }
+    closedir(d);
+    int rc = 0;
+    if (found != 1) {
+        fprintf(stderr, "qkbench fleet submit: --only-missing %s: %s; say which with --name NAME%s%s\n", dir,
+                found ? "several runs there" : "no fleet run there (no fleet/*.json)", found ? ":" : "", found && !names.oom ? names.p : "");
+        rc = 2;
+    }
+    qkb_buf_free(&names);
+    return rc;
+}
+
+/* Tasks of the run's jobs that Slurm still has pending or running: 1 (printed), 0 none, -1 unknown. */
+static int still_queued(const fl_run *r, const char *sbatch) {
+    char squeue[PATH_MAX];
+    const char *slash = strrchr(sbatch, '/');
+    snprintf(squeue, sizeof squeue, "%.*ssqueue", slash ? (int)(slash - sbatch + 1) : 0, sbatch);
+    if (access(squeue, X_OK) && find_program("squeue", squeue, sizeof squeue)) return -1;
+    qkb_buf ids = {0};
+    for (int j = 0; j < r->njobs; j++) qkb_buf_printf(&ids, "%s%s", j ? "," : "", r->jobs[j].job_id);
+    if (!r->njobs || ids.oom) {
+        qkb_buf_free(&ids);
+        return 0;
+    }
+    char *argv[] = {squeue, "-h", "-o", "%i %T", "-j", ids.p, NULL};
+    char *out, *err;
+    int rc = run_capture(argv, &out, &err);
+    int res = -1;
+    if (rc == 0 && out) {
+        res = out[0] != 0;
+        if (res)
+            fprintf(stderr, "qkbench fleet submit: run %s still has tasks in the queue (jobs %s); wait for them or scancel\n"
+                            "  them first:\n%s", r->name, ids.p, out);
+    } else if (err && strstr(err, "Invalid job id")) {
+        res = 0; /* every job left the controller's memory */
+    }
+    free(out);
+    free(err);
+    qkb_buf_free(&ids);
+    return res;
+}
+
+static int submit_missing(sub_opts *o, const char *sbatch_path) {
+    char path[PATH_MAX + 128], err[1024], dir[PATH_MAX];
+    if (o->cmd_at || o->shards || o->ntargets || o->qkbench || o->results) {
+        fprintf(stderr, "qkbench fleet submit: --only-missing takes the command, --shards, --target, --qkbench and --results from the\n"
+                        "  run's manifest; give only --name and slurm options\n");
+        return 2;
+    }
+    if (absolute(o->only_missing, dir, sizeof dir)) return 2;
+    int rc = find_manifest(dir, o->name, path, sizeof path);
+    if (rc) return rc;
+    fl_run r;
+    memset(&r, 0, sizeof r);
+    if (manifest_read(path, &r, err, sizeof err)) {
+        fprintf(stderr, "qkbench fleet submit: %s\n", err);
+        run_free(&r);
+        return 2;
+    }
+    if (r.njobs + r.ntargets > FL_MAX_JOBS) {
+        fprintf(stderr, "qkbench fleet submit: run %s has been submitted %d times; start a new run\n", r.name, r.njobs);
+        run_free(&r);
+        return 2;
+    }
+    /* the results root may be mounted elsewhere here: where the manifest is wins */
+    snprintf(r.results, sizeof r.results, "%s", dir);
+    if (!o->dry_run && still_queued(&r, sbatch_path) == 1) {
+        run_free(&r);
+        return 2;
+    }
+    qkf_scan sc;
+    if (qkf_scan_dir(dir, &sc, err, sizeof err)) {
+        fprintf(stderr, "qkbench fleet submit: %s\n", err);
+        run_free(&r);
+        return 2;
+    }
+    /* per target, which shards are not complete */
+    unsigned char *want = calloc((size_t)r.ntargets * (size_t)(r.shards + 1), 1);
+    int *seen = calloc((size_t)r.ntargets, sizeof *seen);
+    if (!want || !seen) {
+        free(want);
+        free(seen);
+        qkf_scan_free(&sc);
+        run_free(&r);
+        return 2;
+    }
+    for (size_t gi = 0; gi < sc.n; gi++) {
+        const qkf_group *g = &sc.g[gi];
+        if (strcmp(g->run_id, r.name)) continue;
+        int t = -1;
+        for (int k = 0; k < r.ntargets; k++)
+            if (!strcmp(g->target, r.targets[k].name)) t = k;
+        if (t < 0 && !g->target[0] && r.ntargets == 1) t = 0;
+        if (t < 0) {
+            fprintf(stderr, "qkbench fleet submit: run %s: shards on %s belong to no target of the manifest (%s); skipped\n", r.name,
+                    g->machine, g->target[0] ? g->target : "target unknown");
+            continue;
+        }
+        if (g->of != r.shards) {
+            fprintf(stderr, "qkbench fleet submit: run %s on %s has shards of %d, the manifest says %d; skipped\n", r.name, g->machine, g->of,
+                    r.shards);
+            continue;
+        }
+        seen[t] = 1;
+        for (int k = 0; k < g->nmissing; k++)
+            if (g->missing[k] >= 1 && g->missing[k] <= r.shards) want[(size_t)t * (size_t)(r.shards + 1) + (size_t)g->missing[k]] = 1;
+    }
+    for (int t = 0; t < r.ntargets; t++)
+        if (!seen[t]) /* no shard of this target reported at all */
+            for (int i = 1; i <= r.shards; i++) want[(size_t)t * (size_t)(r.shards + 1) + (size_t)i] = 1;
+    qkf_scan_free(&sc);
+    int total = 0;
+    rc = 0;
+    for (int t = 0; t < r.ntargets; t++) {
+        qkb_buf arr = {0};
+        int n = 0;
+        for (int i = 1; i <= r.shards; i++)
+            if (want[(size_t)t * (size_t)(r.shards + 1) + (size_t)i]) qkb_buf_printf(&arr, "%s%d", n++ ? "," : "", i);
+        total += n;
+        if (!n || arr.oom) {
+            qkb_buf_free(&arr);
+            continue;
+        }
+        if (o->dry_run) {
+            fl_strs a = {0};
+            sbatch_argv(&r, sbatch_path ? sbatch_path : "sbatch", t, &o->slurm, arr.p, &a);
+            print_cmd(stdout, "", &a);
+            strs_free(&a);
+        } else {
+            rc |= submit_one(&r, sbatch_path, t, &o->slurm, arr.p, 1);
+            if (manifest_write(&r, err, sizeof err)) {
+                fprintf(stderr, "qkbench fleet submit: %s\n", err);
+                rc = 1;
+            }
+        }
+        qkb_buf_free(&arr);
+    }
+    if (!total) printf("run %s: every shard of every target is complete; nothing to submit\n", r.name);
+    else if (o->dry_run) printf("# --dry-run: run %s, %d shard%s to resubmit; nothing submitted\n", r.name, total, total > 1 ? "s" : "");
+    else if (!rc) printf("run %s: %d shard%s resubmitted; then: qkbench fleet collect %s\n", r.name, total, total > 1 ? "s" : "", r.results);
+    free(want);
+    free(seen);
+    run_free(&r);
+    return rc;
+}
+
 int qk_fleet_submit(int argc, char **argv) {
     sub_opts o;
     memset(&o, 0, sizeof o);
@@ -735,8 +979,7 @@ int qk_fleet_submit(int argc, char **argv) {
         sbatch_path = sbatch;
     }
     if (o.only_missing) {
-        fprintf(stderr, "qkbench fleet submit: --only-missing needs `qkbench fleet collect` (not available yet)\n");
-        rc = 2;
+        rc = submit_missing(&o, sbatch_path);
     } else if (!o.cmd_at) {
         fprintf(stderr, "qkbench fleet submit: give the command to run after '--' (e.g. qkbench fleet submit --shards 4 -- bench\n"
                         "  --suite quick), or --only-missing DIR\n");

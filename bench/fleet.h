@@ -25,8 +25,9 @@
 ///     targets         [{"name", "sbatch": [options of this target]}]; one array job per target
 ///     tasks           [{"index": k, "target": m, "shard": I}] for every target m and shard I
 ///     jobs            [{"job_id", "target": m, "array": "1-N" or "3,7", "submitted": ISO,
-///                       "only_missing": bool}]: every sbatch that ran, in order (a
-///                       resubmission with --only-missing appends its jobs here)
+///                       "only_missing": bool, "sbatch": [options of this submission only]}]:
+///                       every sbatch that ran, in order (a resubmission with --only-missing
+///                       appends its jobs here)
 ///     job_id          the first job's id (null until sbatch answered)
 ///     host, created   where and when submit ran
 ///

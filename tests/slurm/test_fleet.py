@@ -178,6 +178,33 @@ def test_submit(a):
           and outl[2].startswith("qkbench-fleet: run=r9 target=m2 shard=2 of=4 job=77_2 node=nodeA exit=3 end="),
           f"the script records task/shard/node, runs the shard, records the exit: {out}")
 
+    # --only-missing without a cluster: no shard folder of r1 exists, so every shard of both targets
+    rc, out, err = run([q, "fleet", "submit", "--only-missing", res, "--name", "r1", "--dry-run", "--exclude", "bad1"])
+    check(rc == 0 and f"sbatch --parsable --partition=batch --constraint=zen5 --exclude=bad1 --array=1,2,3 {res}/fleet/r1.sbatch m1" in out
+          and f"--nodelist=arm1 --exclusive --exclude=bad1 --array=1,2,3 {res}/fleet/r1.sbatch m2" in out,
+          f"--only-missing --dry-run: {rc} {out} {err}")
+    for args, msg in [(["--only-missing", d + "/none"], "no fleet runs there"),
+                      (["--only-missing", res, "--name", "zz"], "no run 'zz'"),
+                      (["--only-missing", res, "--name", "r1", "--shards", "2"], "takes the command"),
+                      (["--only-missing", res, "--name", "r1", "--", "bench"], "takes the command")]:
+        rc, out, err = run([q, "fleet", "submit", "--dry-run"] + args)
+        check(rc == 2 and msg in err, f"fleet submit {' '.join(args)}: exit {rc}, want 2 and {msg!r}: {err}")
+    # a stand-in squeue next to the stand-in sbatch: r1's jobs are still queued, then gone
+    sq = os.path.join(d, "squeue")
+    write_exe(sq, "#!/bin/sh\necho '4241_2 PENDING'\n")
+    rc, out, err = run([q, "fleet", "submit", "--sbatch", fake, "--only-missing", res, "--name", "r1"])
+    check(rc == 2 and "still has tasks in the queue" in err and "4241_2 PENDING" in err, f"--only-missing while queued: {rc} {err}")
+    write_exe(sq, "#!/bin/sh\nexit 0\n")
+    rc, out, err = run([q, "fleet", "submit", "--sbatch", fake, "--only-missing", res, "--name", "r1", "--exclude", "bad1"])
+    check(rc == 0 and "6 shards resubmitted" in out, f"--only-missing with a stand-in sbatch: {rc} {out} {err}")
+    with open(man) as f:
+        m = json.load(f)
+    check([(j.get("target"), j.get("array"), j.get("only_missing"), j.get("sbatch")) for j in m.get("jobs", [])] ==
+          [(0, "1-3", False, []), (1, "1-3", False, []), (0, "1,2,3", True, ["--exclude=bad1"]), (1, "1,2,3", True, ["--exclude=bad1"])],
+          f"the manifest appends the resubmissions: {m.get('jobs')}")
+    check(m.get("sbatch") == ["--partition=batch"] and m.get("job_id") == "4241", "the run's own options and first job stay")
+    os.remove(sq)
+
     # the run exists: no second submit with that name (nothing overwritten)
     before = open(man).read()
     rc, out, err = run([q, "fleet", "submit", "--sbatch", fake, "--results", res, "--name", "r1", "--", "bench"])
@@ -294,6 +321,170 @@ def slurm_standin(a, c, d):
               and " exit=0 end=" in txt, f"log {log} records task, shard, node and exit: {txt!r}")
 
 
+ACC = ["accuracy", "--shape", "2x64x256", "--quiet"]
+BENCH_FILTER = "^(quantize|dequantize)/(w4s|q8_0)/g32/16x4096/t1/warm/"
+BENCH = ["bench", "--filter", BENCH_FILTER, "--reps", "2", "--min-time", "0.002", "--quiet"]
+# slower shards (about 2 s each), so that one can be cancelled while it runs
+BENCH_SLOW = ["bench", "--filter", BENCH_FILTER, "--reps", "2", "--min-time", "0.15", "--quiet"]
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        check(False, f"{path}: {e}")
+        return {}
+
+
+def submit(a, c, res, name, cmd, extra=(), shards=3):
+    rc, out, err = c.run([a.qkbench, "fleet", "submit", "--shards", str(shards), "--results", res, "--name", name, "--time", "10"]
+                         + list(extra) + ["--"] + cmd)
+    check(rc == 0, f"fleet submit {name}: exit {rc}: {out} {err}")
+    jobs = job_ids(out)
+    check(len(jobs) == max(1, list(extra).count("--target")), f"fleet submit {name}: one array job per target: {out}")
+    return jobs
+
+
+def machine_dir(out):
+    subs = [e for e in sorted(os.listdir(out)) if os.path.isdir(os.path.join(out, e)) and e != "plots"] if os.path.isdir(out) else []
+    check(len(subs) == 1, f"collect made one machine folder in {out}: {subs}")
+    return os.path.join(out, subs[0]) if subs else out
+
+
+def slurm_e2e(a, c, d):
+    """Real shards as Slurm array tasks; collect equals a local unsharded run; a cancelled task is
+    reported and completed by --only-missing."""
+    q = a.qkbench
+    res = fresh(d, "shared")
+    loc = fresh(d, "local")
+    host = os.uname().nodename.split(".")[0]
+    # one probe: the shards and the local run reuse res/<machine>/machine.json
+    rc, out, err = run([q, "probe", "--quick", "--results", res], timeout=120)
+    if not check(rc == 0, f"probe: {rc} {err}"):
+        return
+    rc, out, err = run([q] + ACC + ["--out", os.path.join(loc, "acc")])
+    check(rc == 0, f"local accuracy: {rc} {err}")
+    rc, out, err = run([q] + BENCH + ["--results", res, "--out", os.path.join(loc, "bench")])
+    check(rc == 0, f"local bench: {rc} {err}")
+
+    jobs = submit(a, c, res, "acc", ACC) + submit(a, c, res, "bq", BENCH)
+    if not check(c.wait(jobs, 120), "the accuracy and bench arrays finished within 120 s"):
+        return
+    for j in jobs:
+        check(c.tasks(j) == {i: ("COMPLETED", host) for i in (1, 2, 3)}, f"job {j}: three tasks completed: {c.tasks(j)}")
+
+    # --only-missing with nothing missing submits nothing
+    rc, out, err = c.run([q, "fleet", "submit", "--only-missing", res, "--name", "acc"])
+    check(rc == 0 and "nothing to submit" in out, f"--only-missing on a complete run: {rc} {out} {err}")
+
+    col = os.path.join(d, "collect1")
+    shutil.rmtree(col, ignore_errors=True)
+    rc, out, err = c.run([q, "fleet", "collect", res, "--out", col, "--no-plots"], timeout=120)
+    check(rc == 0, f"collect: exit {rc}: {out} {err}")
+    md = machine_dir(col)
+    # accuracy: the same rows, case for case, with identical error metrics
+    merged = load(os.path.join(md, "acc", "accuracy.json")).get("rows", [])
+    local = load(os.path.join(loc, "acc", "accuracy.json")).get("rows", [])
+    check(len(local) > 20 and merged == local,
+          f"merged accuracy equals the local run: {len(merged)} rows vs {len(local)}"
+          + ("" if merged == local else f"; first difference: {next(((m, l) for m, l in zip(merged, local) if m != l), None)}"))
+    # bench: the same case list (and skipped list), every row timed
+    mb = load(os.path.join(md, "bq", "results.json"))
+    lb = load(os.path.join(loc, "bench", "results.json"))
+    mn = [r.get("name") for r in mb.get("rows", [])]
+    ln = [r.get("name") for r in lb.get("rows", [])]
+    check(len(ln) >= 6 and sorted(mn) == sorted(ln), f"merged bench has the local run's cases: {mn} vs {ln}")
+    check(sorted(x.get("name", "") for x in mb.get("skipped", [])) == sorted(x.get("name", "") for x in lb.get("skipped", [])),
+          "merged bench skips what the local run skips")
+    for r in mb.get("rows", []):
+        check(r.get("median_s", 0) > 0 and len(r.get("times_s", [])) == 2 and r.get("gbps", 0) > 0,
+              f"row {r.get('name')} has its timings: {r.get('median_s')} {r.get('times_s')}")
+    check(os.path.exists(os.path.join(col, "fleet.md")), "the cross-machine table is written")
+
+    # a task cancelled while it runs: collect names the shard and the node, exit 1
+    jc = submit(a, c, res, "cut", BENCH_SLOW)
+    victim, t0 = None, time.time()
+    while victim is None and time.time() - t0 < 90:
+        for i, (state, node) in sorted(c.tasks(jc[0]).items()):
+            log = os.path.join(res, "fleet", "logs", f"cut-{jc[0]}_{i}.out")
+            if state == "RUNNING" and os.path.exists(log) and "start=" in open(log).read():
+                victim = i
+                break
+        time.sleep(0.2)
+    if not check(victim is not None, "a task of run cut was seen running"):
+        return
+    # the shard writes shard.json at its start: cancel once it has
+    t0 = time.time()
+    while time.time() - t0 < 20 and not any(f"cut-shard{victim}of3" in p for p, _, fs in os.walk(res) if "shard.json" in fs):
+        time.sleep(0.1)
+    rc, out, err = c.run(["scancel", f"{jc[0]}_{victim}"])
+    check(rc == 0, f"scancel {jc[0]}_{victim}: {rc} {err}")
+    print(f"cancelled task {jc[0]}_{victim} while it ran")
+    if not check(c.wait(jc, 120), "run cut finished within 120 s"):
+        return
+    states = c.tasks(jc[0])
+    check(states.get(victim, ("",))[0] == "CANCELLED", f"task {victim} was cancelled: {states}")
+    before = {}
+    for p, _, fs in os.walk(res):
+        for f in fs:
+            if "-cut-shard" in p:
+                before[os.path.join(p, f)] = open(os.path.join(p, f), "rb").read()
+    col2 = os.path.join(d, "collect2")
+    shutil.rmtree(col2, ignore_errors=True)
+    rc, out, err = c.run([q, "fleet", "collect", res, "--out", col2, "--no-plots"], timeout=120)
+    lines = [l for l in (out + err).splitlines() if f"shard {victim}/3" in l and "run cut" in l]
+    check(rc == 1, f"collect with a cancelled task exits 1: {rc}")
+    check(any(("missing" in l or "incomplete" in l) and host in l for l in lines),
+          f"collect names shard {victim}/3 of run cut and node {host}: {lines} (all: {out} {err})")
+
+    # --only-missing resubmits just that shard, with the same run id and N
+    rc, out, err = c.run([q, "fleet", "submit", "--only-missing", res, "--name", "cut"])
+    check(rc == 0 and f"shards {victim} of 3" in out, f"--only-missing resubmits shard {victim}: {rc} {out} {err}")
+    jr = job_ids(out)
+    # while it is queued, a second --only-missing refuses
+    if states and jr:
+        rc2, out2, err2 = c.run([q, "fleet", "submit", "--only-missing", res, "--name", "cut"])
+        if c.tasks(jr[0]).get(victim, ("",))[0] in ("PENDING", "RUNNING"):
+            check(rc2 == 2 and "still has tasks in the queue" in err2, f"--only-missing while queued: {rc2} {err2}")
+    if not check(len(jr) == 1 and c.wait(jr, 120), "the resubmitted shard finished"):
+        return
+    check(c.tasks(jr[0]) == {victim: ("COMPLETED", host)}, f"one task, shard {victim}, completed: {c.tasks(jr[0])}")
+    m = load(os.path.join(res, "fleet", "cut.json"))
+    check([(j.get("array"), j.get("only_missing")) for j in m.get("jobs", [])] == [("1-3", False), (str(victim), True)],
+          f"the manifest lists both submissions: {m.get('jobs')}")
+    for p, b in before.items():
+        check(os.path.exists(p) and open(p, "rb").read() == b, f"{p} is untouched by the resubmission")
+    col3 = os.path.join(d, "collect3")
+    shutil.rmtree(col3, ignore_errors=True)
+    rc, out, err = c.run([q, "fleet", "collect", res, "--out", col3, "--no-plots"], timeout=120)
+    check(rc == 0, f"collect after --only-missing: exit {rc}: {out} {err}")
+    cut = load(os.path.join(machine_dir(col3), "cut", "results.json"))
+    check(sorted(r.get("name") for r in cut.get("rows", [])) == sorted(ln), "run cut now has every case")
+
+    # two targets, two machines (named through sbatch's --export, the probe copied so none runs):
+    # one array job each, one merged result each, one column each in the cross-machine table
+    mach = os.path.basename(machine_dir(col3))
+    for fake in ("fleetA", "fleetB"):
+        os.makedirs(os.path.join(res, fake), exist_ok=True)
+        shutil.copy(os.path.join(res, mach, "machine.json"), os.path.join(res, fake, "machine.json"))
+    jt = submit(a, c, res, "two", BENCH, shards=2, extra=["--target", "a:--export=ALL,QK_MACHINE=fleetA",
+                                                          "--target", "b:--export=ALL,QK_MACHINE=fleetB"])
+    if not check(len(jt) == 2 and c.wait(jt, 120), "the two targets' arrays finished"):
+        return
+    col4 = os.path.join(d, "collect4")
+    shutil.rmtree(col4, ignore_errors=True)
+    rc, out, err = c.run([q, "fleet", "collect", res, "--out", col4, "--no-plots"], timeout=120)
+    check(rc == 0, f"collect with two machines: exit {rc}: {out} {err}")
+    for fake, tg in (("fleetA", "a"), ("fleetB", "b")):
+        r = load(os.path.join(col4, fake, "two", "results.json"))
+        check(sorted(x.get("name") for x in r.get("rows", [])) == sorted(ln), f"{fake}: every case of the run")
+        check(f"run two: bench on {fake} (target {tg})" in out, f"collect reports {fake} as target {tg}: {out}")
+    table = open(os.path.join(col4, "fleet.md")).read() if os.path.exists(os.path.join(col4, "fleet.md")) else ""
+    hdr = [l for l in table.splitlines() if l.startswith("| op |")]
+    check(hdr and "fleetA" in hdr[0] and "fleetB" in hdr[0], f"the cross-machine table has a column per machine: {hdr}")
+
+
 def test_slurm(a):
     d = os.path.join(a.work, "slurm")
     os.makedirs(d, exist_ok=True)
@@ -309,6 +500,8 @@ def test_slurm(a):
     print(f"cluster up in {time.time() - t0:.1f} s")
     try:
         slurm_standin(a, c, d)
+        if not failures:
+            slurm_e2e(a, c, d)
     finally:
         if failures:
             c.logs()
