@@ -16,6 +16,7 @@
 #include "accuracy.h"
 #include "cases.h"
 #include "commands.h"
+#include "emulation.h"
 #include "gbench_shim.h"
 #include "machine.h"
 #include "pool.h"
@@ -348,6 +349,18 @@ static double estimate(const opts *o, const qkb_case *c) {
     return (o->reps + 1.5) * per + 0.02 + c->ws * 2e-10;
 }
 
+/* The probe's limits; on an emulated CPU only a cached probe (or --reprobe): a
+ * probe there takes many minutes and measures the emulator, not the CPU. */
+static const qkb_limits *run_limits(int reprobe, int progress, int *cached) {
+    if (!qkb_emulation_get()->emulated || reprobe) return qkb_probe_get(reprobe, progress, cached);
+    *cached = 1;
+    const qkb_limits *l = qkb_probe_cached();
+    if (!l)
+        fprintf(stderr, "qkbench: %s: no probe is run (it would take minutes and measure the emulator; --reprobe runs it), "
+                        "so roofline fractions are left at 0\n", QKB_EMULATED_LINE);
+    return l;
+}
+
 static void bench_fn(qkb_gb_state *st, void *arg) {
     qkb_case *c = arg;
     bench_run *b = g_run;
@@ -399,7 +412,8 @@ static void bench_fn(qkb_gb_state *st, void *arg) {
         }
     }
     char label[200];
-    snprintf(label, sizeof label, "kernel=%s tier=%s level=%s", c->kernel_name, qk_tier_name(c->tier), c->level);
+    snprintf(label, sizeof label, "kernel=%s tier=%s level=%s%s", c->kernel_name, qk_tier_name(c->tier), c->level,
+             qkb_emulation_get()->emulated ? " EMULATED" : "");
     qkb_gb_label(st, label);
     qkb_gb_counter(st, "GOPS", c->ops * c->batch * 1e-9, QKB_GB_ITER_RATE);
     qkb_gb_counter(st, "GBps", c->bytes * c->batch * 1e-9, QKB_GB_ITER_RATE);
@@ -559,8 +573,8 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     }
     b.progress = qkb_tty() && !o->quiet;
     int cached = 0;
-    b.lim = qkb_probe_get(o->reprobe, b.progress, &cached);
-    if (!b.lim) fprintf(stderr, "qkbench bench: warning: no probe limits; roofline fractions are left at 0\n");
+    b.lim = run_limits(o->reprobe, b.progress, &cached);
+    if (!b.lim && !qkb_emulation_get()->emulated) fprintf(stderr, "qkbench bench: warning: no probe limits; roofline fractions are left at 0\n");
     b.llc = 0;
     if (b.lim)
         for (int i = 0; i + 1 < b.lim->nlevels; i++) b.llc = b.lim->level[i].size > b.llc ? b.lim->level[i].size : b.llc;
@@ -606,6 +620,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     qkb_gb_context("qkbench_machine", qkb_machine_name());
     qkb_gb_context("qkbench_commit", qkb_commit());
     qkb_gb_context("qkbench_suite", suite_name);
+    qkb_gb_context("qkbench_emulated", qkb_emulation_get()->emulated ? "true" : "false");
     for (size_t i = 0; i < b.cases.n; i++) qkb_gb_register(b.cases.v[i].name, bench_fn, &b.cases.v[i]);
 
     if (b.progress) {
@@ -691,9 +706,10 @@ int qkb_run_default(int argc, char **argv) {
     for (int i = 0; i < QK_TIER_COUNT; i++)
         if (qk_tier_allowed((qk_tier)i)) printf(" %s", qk_tier_name((qk_tier)i));
     printf("\n");
+    if (qkb_emulation_get()->emulated) printf("%s (%s)\n", QKB_EMULATED_LINE, qkb_emulation_get()->how);
     if (t->ok) printf("hwloc: %d package(s), %d cores, %d NUMA node(s); `qkbench info` has the details\n", t->packages, t->cores, t->numa_nodes);
     int cached = 0;
-    const qkb_limits *l = qkb_probe_get(o.reprobe, qkb_tty(), &cached);
+    const qkb_limits *l = run_limits(o.reprobe, qkb_tty(), &cached);
     if (l) {
         printf("\nmachine limits (%s):\n", cached ? "cached probe; qkbench probe --reprobe measures again" : "just measured");
         qkb_limits_print(l, stdout);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "emulation.h"
 #include "qk/kernels.h"
 #include "qk_build_config.h"
 #include "qkb_build_info.h"
@@ -47,6 +48,19 @@ static void cpu_json(qkw *w) {
     }
     qkw_end_obj(w);
     qkw_kstr(w, "tier_cap", qk_tier_name(qk_tier_cap()));
+    qkw_end_obj(w);
+}
+
+static void emulation_json(qkw *w) {
+    const qkb_emulation *e = qkb_emulation_get();
+    qkw_kbool(w, "emulated", e->emulated);
+    qkw_key(w, "emulation");
+    qkw_obj(w);
+    qkw_kbool(w, "emulated", e->emulated);
+    qkw_kbool(w, "detected", e->detected);
+    qkw_kstr(w, "method", e->method);
+    qkw_kstr(w, "how", e->how);
+    if (e->emulated) qkw_kstr(w, "note", QKB_EMULATED_LINE);
     qkw_end_obj(w);
 }
 
@@ -141,6 +155,7 @@ void qkb_machine_json(qkw *w, const qkb_limits *l) {
     qkw_obj(w);
     qkw_kstr(w, "machine", qkb_machine_name());
     qkw_kstr(w, "date", iso);
+    emulation_json(w);
     cpu_json(w);
     topology_json(w);
     build_json(w);

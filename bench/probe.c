@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "emulation.h"
 #include "machine.h"
 #include "peak.h"
 #include "pool.h"
@@ -318,6 +319,7 @@ static int measure_peaks(qkb_limits *l, int progress) {
 int qkb_probe_measure(qkb_limits *l, int progress) {
     memset(l, 0, sizeof *l);
     l->quick = quick;
+    l->emulated = qkb_emulation_get()->emulated;
     double t0 = qkb_seconds();
     l->version = QKB_PROBE_VERSION;
     l->ncores = qkb_ncores();
@@ -350,6 +352,7 @@ void qkb_limits_json(qkw *w, const qkb_limits *l) {
     qkw_knum(w, "seconds", l->seconds);
     qkw_kstr(w, "read_loop_tier", l->read_tier);
     qkw_kbool(w, "quick", l->quick);
+    qkw_kbool(w, "emulated", l->emulated);
     qkw_key(w, "levels");
     qkw_arr(w);
     for (int i = 0; i < l->nlevels; i++) {
@@ -407,6 +410,7 @@ int qkb_limits_from_json(const qkj *p, qkb_limits *l) {
     snprintf(l->read_tier, sizeof l->read_tier, "%s", qkj_str(qkj_get(p, "read_loop_tier"), ""));
     l->seconds = qkj_num(qkj_get(p, "seconds"), 0);
     l->quick = (int)qkj_num(qkj_get(p, "quick"), 0);
+    l->emulated = (int)qkj_num(qkj_get(p, "emulated"), 0);
     const qkj *lv = qkj_get(p, "levels"), *pk = qkj_get(p, "peaks"), *cv = qkj_get(p, "curve");
     if (!lv || lv->type != QKJ_ARR || !pk || pk->type != QKJ_ARR || lv->n == 0) return -1;
     for (size_t i = 0; i < lv->n && i < QKB_MAX_LEVELS; i++) {
@@ -530,6 +534,9 @@ static void fmt_bytes(char *out, size_t n, double b) {
 }
 
 void qkb_limits_print(const qkb_limits *l, FILE *f) {
+    if (l->emulated || qkb_emulation_get()->emulated)
+        fprintf(f, "%s (%s)\n", QKB_EMULATED_LINE,
+                l->emulated ? "these limits were measured on an emulated CPU" : qkb_emulation_get()->how);
     fprintf(f, "read bandwidth (read loop: %s; %d-point sweep %s .. %s)\n", l->read_tier, l->npoints, "4 KiB", "256 MiB");
     fprintf(f, "  %-5s %10s %12s %12s   %s\n", "level", "size", "1 thread", l->ncores > 1 ? "all cores" : "", "hwloc reports");
     for (int i = 0; i < l->nlevels; i++) {

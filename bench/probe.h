@@ -46,6 +46,7 @@ typedef struct qkb_limits {
     qkb_peak peak[QK_TIER_COUNT];
     char read_tier[16]; ///< the tier whose read loop measured bandwidth
     int quick;          ///< measured with --quick (fewer points, shorter trials)
+    int emulated;       ///< measured on an emulated CPU (emulation.h): the emulator's limits
 } qkb_limits;
 
 /// Measure everything (under 30 s). `progress`: print what runs on stderr.
@@ -54,6 +55,7 @@ int qkb_probe_measure(qkb_limits *out, int progress);
 /// unless `reprobe` (or the cache is missing, stale or from another CPU), in
 /// which case measure and update the cache. `from_cache` says which.
 const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache);
+
 
 /// The cached limits of <results>/<machine>/machine.json, or NULL (never measures).
 const qkb_limits *qkb_probe_cached(void);

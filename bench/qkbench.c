@@ -5,6 +5,7 @@
 
 #include "bench.h"
 #include "commands.h"
+#include "emulation.h"
 #include "qk/kernels.h"
 #include "qk_build_config.h"
 #include "topology.h"
@@ -81,6 +82,9 @@ int qk_cmd_info(int argc, char **argv) {
     const qk_cpu_info *c = qk_cpu();
     printf("qkbench %s (%s, %s build, target %s)\n\n", QK_VERSION, QK_COMPILER, QK_BUILD_TYPE, QK_TARGET_ARCH);
     printf("CPU: %s%s%s\n", c->brand[0] ? c->brand : "(unknown)", c->vendor[0] ? "  vendor " : "", c->vendor);
+    const qkb_emulation *emu = qkb_emulation_get();
+    if (emu->emulated) printf("%s (%s)\n", QKB_EMULATED_LINE, emu->how);
+    else printf("emulation: none (%s)\n", emu->how);
     if (c->is_x86) printf("XCR0: %s0x%llx\n", c->xcr0_known ? "" : "(OSXSAVE off) ", (unsigned long long)c->xcr0);
     printf("\nfeatures (cpu = the CPU reports it; os = the OS enabled its register state):\n");
     for (int f = 0; f < QK_F_COUNT; f++) {
@@ -165,6 +169,10 @@ int main(int argc, char **argv) {
     }
     if (qk_isa_env_error()) {
         fprintf(stderr, "qkbench: %s (valid: scalar, avx2, avxvnni, avx512, avx512vnni, neon, neondot, neoni8mm)\n", qk_isa_env_error());
+        return 2;
+    }
+    if (qkb_emulation_env_error()) {
+        fprintf(stderr, "qkbench: %s\n", qkb_emulation_env_error());
         return 2;
     }
     if (i == argc) { /* the default run; grows with the benchmark and accuracy issues */

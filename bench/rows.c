@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emulation.h"
 #include "qk/kernels.h"
 #include "results.h"
 
@@ -28,6 +29,7 @@ void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n
     r->M = c->M, r->N = c->N, r->K = c->K, r->group = c->group;
     r->threads = c->threads;
     r->headline = c->headline;
+    r->emulated = qkb_emulation_get()->emulated;
     r->reps = n;
     r->iterations = iterations;
     double t[256];
@@ -119,6 +121,7 @@ static void row_json(qkw *w, const qkb_row *r) {
     qkw_kstr(w, "bound", r->bound);
     qkw_knum(w, "speedup_vs_scalar", r->speedup);
     qkw_kint(w, "headline", r->headline);
+    qkw_kbool(w, "emulated", r->emulated);
     qkw_key(w, "times_s");
     qkw_arr(w);
     for (int i = 0; i < r->ntimes; i++) qkw_num(w, r->times[i]);
@@ -128,15 +131,15 @@ static void row_json(qkw *w, const qkb_row *r) {
 
 static const char *csv_header =
     "name,op,what,kernel,tier,format,group,scales,M,N,K,threads,cache,reps,iterations,median_s,mean_s,min_s,max_s,"
-    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline\n";
+    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated\n";
 
 static void row_csv(qkb_buf *b, const qkb_row *r) {
     qkb_buf_printf(b, "%s,%s,%s,%s,%s,%s,%zu,%s,%zu,%zu,%zu,%d,%s,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%s,"
-                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d\n",
+                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d\n",
                    r->name, r->op, r->what, r->kernel, r->tier, r->format, r->group, r->scales, r->M, r->N, r->K, r->threads, r->cache,
                    r->reps, (long long)r->iterations, r->median_s, r->mean_s, r->min_s, r->max_s, r->stddev_s, r->cv, r->spread, r->ops,
                    r->bytes, r->gops, r->gbps, r->bpw, r->ai, r->level, r->bw_gbps, r->peak_gops, r->roofline_s, r->roofline, r->bound,
-                   r->speedup, r->headline);
+                   r->speedup, r->headline, r->emulated);
 }
 
 int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, size_t n, const qkb_skip *skips, size_t nskip,
@@ -224,6 +227,7 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         r->K = (size_t)qkj_num(qkj_get(o, "K"), 0);
         r->threads = (int)qkj_num(qkj_get(o, "threads"), 1);
         r->headline = (int)qkj_num(qkj_get(o, "headline"), 0);
+        r->emulated = (int)qkj_num(qkj_get(o, "emulated"), 0);
         r->reps = (int)qkj_num(qkj_get(o, "reps"), 0);
         r->iterations = (int64_t)qkj_num(qkj_get(o, "iterations"), 0);
         r->median_s = qkj_num(qkj_get(o, "median_s"), 0);
@@ -274,6 +278,9 @@ static void fmt_shape(char *out, size_t n, const qkb_row *r) {
 
 void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
     const char *hdr[] = {"op", "mode", "format", "g", "shape", "thr", "cache", "best kernel", "time", "rate", "roofline", "vs scalar"};
+    int emulated = 0;
+    for (size_t i = 0; i < n; i++) emulated |= rows[i].emulated;
+    if (emulated) fprintf(f, md ? "**%s** (an emulated CPU: compare nothing here with real hardware)\n\n" : "%s (an emulated CPU: compare nothing here with real hardware)\n", QKB_EMULATED_LINE);
     if (md) {
         fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | speed-up vs scalar |\n");
         fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -329,6 +336,10 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     fprintf(f, "- date: %s, commit `%s`, suite `%s`%s\n", m->date, m->commit, m->suite,
             m->interrupted ? " — **interrupted**: the rows below are the ones that completed" : "");
     fprintf(f, "- command: `%s`\n", m->command);
+    const qkb_emulation *emu = qkb_emulation_get();
+    int emulated = emu->emulated;
+    for (size_t i = 0; i < n; i++) emulated |= rows[i].emulated;
+    if (emulated) fprintf(f, "- **%s** (%s)\n", QKB_EMULATED_LINE, emu->emulated ? emu->how : "the rows were measured on an emulated CPU");
     fprintf(f, "- CPU: %s (%s); tier cap %s\n", qkb_cpu_brand(), c->vendor, qk_tier_name(qk_tier_cap()));
     fprintf(f, "- files: `machine.json` (CPU, features, topology, build, probe, dispatch), `results.json` / `results.csv` "
                "(every row), `gbench.json` (Google Benchmark's own output)\n\n");

@@ -25,6 +25,7 @@
 ///   bound       which limit sets the roofline: compute or memory
 ///   speedup_vs_scalar   median of the scalar variant of the same row / this median (0 if none)
 ///   headline    1 if the row is in the compact table
+///   emulated    true if the CPU was emulated (qemu-user, ...): the timings are the emulator's
 #ifndef QKB_ROWS_H
 #define QKB_ROWS_H
 #include <stddef.h>
@@ -40,7 +41,7 @@ typedef struct qkb_row {
     char name[200], op[12], what[24], kernel[96], tier[16], format[8], scales[4], cache[8];
     char level[8], bound[8];
     size_t M, N, K, group;
-    int threads, headline;
+    int threads, headline, emulated;
     int reps;
     int64_t iterations;
     double median_s, mean_s, min_s, max_s, stddev_s, cv, spread;

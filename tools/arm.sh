@@ -18,9 +18,12 @@
 #       cortex-a53 -> neon (Armv8.0: dotprod variants SKIP), cortex-a76 -> neondot,
 #       max -> neoni8mm (or neondot if this compiler cannot build the i8mm tier);
 #     QK_TEST_QUICK=1 shrinks the long shapes (every tail case stays);
+#     bench_emulation is a tiny qkbench bench run under each model: every documented
+#     row field, and the EMULATED label in every row, machine.json, gbench.json, the
+#     printed table and summary.md (no probe: it takes minutes under qemu);
 #  4. qkbench info under each model: it must report the HWCAP features (neon,
-#     dotprod, i8mm: present or absent as the model has them), the tier as usable
-#     and kernels of that tier among those chosen.
+#     dotprod, i8mm: present or absent as the model has them), the tier as usable,
+#     kernels of that tier among those chosen, and the EMULATED label.
 # Ends with "arm.sh: N passed, N failed" and exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
     --no-setup) setup=0; shift ;;
     --exclude) exclude=${2:?--exclude needs a regex}; shift 2 ;;
     --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "arm.sh: unknown option '$1' (see tools/arm.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -129,6 +132,8 @@ info_check() { # cpu, tier that must be chosen, then feature=yes|no for each HWC
     echo "$out" | grep -Eq "^ +${fv%=*} +cpu:${fv#*=} +os:${fv#*=}" ||
       { echo "qkbench info under -cpu $cpu does not report ${fv%=*} as ${fv#*=}"; return 1; }
   done
+  echo "$out" | grep -q "^EMULATED: timings are not this CPU's" || { echo "qkbench info under -cpu $cpu lacks the EMULATED label"; return 1; }
+  echo "$out" | grep '^EMULATED'
   echo "$out" | grep -Eq "^ +$tier +usable" || { echo "qkbench info under -cpu $cpu: tier $tier not usable"; return 1; }
   echo "$out" | grep -Eq "__${tier}$" || { echo "qkbench info under -cpu $cpu chose no $tier kernel"; return 1; }
   echo "kernels chosen: $(echo "$out" | grep -Ec '__neon$') neon, $(echo "$out" | grep -Ec '__neondot$') neondot, $(echo "$out" | grep -Ec '__neoni8mm$') neoni8mm, $(echo "$out" | grep -Ec '__scalar$') scalar"

@@ -3,7 +3,7 @@
 
     test_bench.py --qkbench PATH --work DIR [--emulator CMD] TEST
 
-TEST is one of: probe, json, roofline, compare, errors, sigint, report.
+TEST is one of: probe, json, roofline, compare, errors, sigint, report, emulation.
 Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE). Every test uses
 --results DIR/results, so the probe measured by the `probe` test (a ctest
 fixture) is reused from its machine.json cache by the others.
@@ -26,8 +26,9 @@ ROW_FIELDS = {
     "median_s": float, "mean_s": float, "min_s": float, "max_s": float, "stddev_s": float, "cv": float,
     "spread": float, "ops": float, "bytes": float, "gops": float, "gbps": float, "bpw": float, "ai": float,
     "level": str, "bw_gbps": float, "peak_gops": float, "roofline_s": float, "roofline": float, "bound": str,
-    "speedup_vs_scalar": float, "headline": int, "times_s": list,
+    "speedup_vs_scalar": float, "headline": int, "emulated": bool, "times_s": list,
 }
+EMULATED_LINE = "EMULATED: timings are not this CPU's"
 CSV_FIELDS = [f for f in ROW_FIELDS if f != "times_s"]
 FILES = ["machine.json", "results.json", "results.csv", "summary.md", "gbench.json"]
 
@@ -46,6 +47,8 @@ class Runner:
         self.exe = a.qkbench
         self.emu = a.emulator.split() if a.emulator else []
         self.work = a.work
+        self.expect_emulated = bool(a.expect_emulated)
+        self.skip_probe = a.skip_probe
         self.results = os.path.join(a.work, "results")
         os.makedirs(self.results, exist_ok=True)
 
@@ -88,9 +91,12 @@ def check_row(r, where):
         return
     check(r["median_s"] > 0 and r["min_s"] <= r["median_s"] <= r["max_s"], "%s: %s times out of order" % (where, r["name"]))
     check(r["gops"] > 0 and r["gbps"] > 0 and r["bytes"] > 0 and r["ops"] > 0, "%s: %s rates not positive" % (where, r["name"]))
-    check(r["roofline"] > 0 and r["roofline_s"] > 0, "%s: %s has no roofline" % (where, r["name"]))
-    check(r["level"] in ("L1", "L2", "L3", "DRAM"), "%s: %s level %r" % (where, r["name"], r["level"]))
-    check(r["bound"] in ("compute", "memory"), "%s: %s bound %r" % (where, r["name"], r["bound"]))
+    if r["emulated"] and r["level"] == "?":  # an emulated run without a cached probe: no limits, no roofline
+        check(r["roofline"] == 0 and r["roofline_s"] == 0 and r["bound"] == "?", "%s: %s roofline without limits" % (where, r["name"]))
+    else:
+        check(r["roofline"] > 0 and r["roofline_s"] > 0, "%s: %s has no roofline" % (where, r["name"]))
+        check(r["level"] in ("L1", "L2", "L3", "DRAM"), "%s: %s level %r" % (where, r["name"], r["level"]))
+        check(r["bound"] in ("compute", "memory"), "%s: %s bound %r" % (where, r["name"], r["bound"]))
     check(len(r["times_s"]) == r["reps"] and r["reps"] >= 1, "%s: %s has %d times for %d reps" % (where, r["name"], len(r["times_s"]), r["reps"]))
     check(r["cache"] in ("cold", "warm") and r["threads"] >= 1, "%s: %s cache/threads" % (where, r["name"]))
     check(r["kernel"] in r["name"] and r["name"].startswith(r["op"] + "/"), "%s: %s name" % (where, r["name"]))
@@ -125,7 +131,8 @@ def check_results_dir(d, interrupted=False):
     for k in ("cpu", "topology", "build", "probe", "dispatch"):
         check(k in m, "machine.json lacks %s" % k)
     check("features" in m.get("cpu", {}) and "c_flags" in m.get("build", {}), "machine.json cpu.features / build.c_flags")
-    check(m.get("probe") and m["probe"].get("levels") and m["probe"].get("peaks"), "machine.json probe limits")
+    if not (m.get("emulated") and m.get("probe") is None):
+        check(m.get("probe") and m["probe"].get("levels") and m["probe"].get("peaks"), "machine.json probe limits")
     with open(os.path.join(d, "summary.md")) as f:
         s = f.read()
     check("Best variant per op and mode" in s, "summary.md has no compact table")
@@ -156,6 +163,7 @@ def t_probe(q):
         for k in ("f32_gflops_1t", "f32_gflops_all", "i8_gops_1t", "i8_gops_all"):
             check(pk[k] > 0, "peak %s %s not positive" % (pk["tier"], k))
     check(len(p["curve"]["bytes"]) == len(p["curve"]["read_gbps_1t"]) > 10, "curve")
+    check(p.get("emulated") is False, "a native probe says emulated = %r" % p.get("emulated"))
     rc, so, se = q.run("probe", "--results", q.results)
     check(rc == 0 and "cached" in so, "a second probe should reuse the cache: %s" % so[:200])
     print("levels:", ", ".join("%s %.0f GB/s" % (l["name"], l["read_gbps_1t"]) for l in lv))
@@ -301,6 +309,55 @@ def t_errors(q):
     check(not os.path.exists(os.path.join(d, "results.json")), "a usage error must not start a run")
 
 
+def t_emulation(q):
+    """The emulated-CPU label (bench/emulation.h) wherever timings appear, present exactly
+    when --expect-emulated says: info, probe (only with a cached probe: under an emulator
+    the probe is not run), machine.json, every row of results.json/.csv, gbench.json,
+    the printed table and summary.md. Under an emulator this is also the tiny bench run
+    of the aarch64 and qemu-x86_64 legs: every documented field on every row."""
+    want = q.expect_emulated
+    say = "present" if want else "absent"
+    rc, so, se = q.run("info", timeout=120)
+    check(rc == 0, "info exit %d: %s" % (rc, se[-300:]))
+    check((EMULATED_LINE in so) == want, "info: the EMULATED line should be %s: %s" % (say, so[:400]))
+    if want:
+        check("/proc/cpuinfo" in so or "QK_EMULATED" in so, "info does not say how emulation was detected")
+    rc, so, se = (1, "", "") if q.skip_probe else q.run("probe", "--results", q.results, timeout=120)
+    if q.skip_probe:
+        pass
+    elif rc == 0 and "cached" in so:
+        check((EMULATED_LINE in so) == want, "probe: the EMULATED line should be %s: %s" % (say, so[:300]))
+    elif not want:
+        check(False, "probe exit %d without a cached probe: %s" % (rc, se[-300:]))
+    d = q.fresh("emulation-" + ("qemu" if q.emu else "env" if os.environ.get("QK_EMULATED") else "native"))
+    args = ["--shape", "1x64x256", "--group", "32", "--reps", "2", "--min-time", "0.0005", "--cache", "warm",
+            "--filter", "^(quantize/w4s|gemv/W4A8/w4s)/"]
+    rc, so, se = q.run("bench", "--results", q.results, "--out", d, *args, timeout=600)
+    if not check(rc == 0, "tiny bench exit %d: %s %s" % (rc, so[-500:], se[-500:])):
+        return
+    check((EMULATED_LINE in so) == want, "printed table: the EMULATED line should be %s: %s" % (say, so[:300]))
+    res = check_results_dir(d)
+    rows = res["rows"]
+    check(len(rows) >= 2 and {r["op"] for r in rows} == {"quantize", "gemv"}, "rows: %s" % [r["name"] for r in rows])
+    for r in rows:
+        check(r.get("emulated") is want, "row %s: emulated = %r" % (r["name"], r.get("emulated")))
+    with open(os.path.join(d, "results.csv")) as f:
+        lines = list(csv.DictReader(f))
+    check(all(l.get("emulated") == ("1" if want else "0") for l in lines), "results.csv emulated column")
+    m = load(os.path.join(d, "machine.json"))
+    e = m.get("emulation", {})
+    check(m.get("emulated") is want and e.get("emulated") is want, "machine.json emulated = %r" % m.get("emulated"))
+    check(e.get("method") in ("arch", "vendor", "features", "env", "none", "unknown") and e.get("how"), "machine.json emulation: %r" % e)
+    gb = load(os.path.join(d, "gbench.json"))
+    check(gb["context"].get("qkbench_emulated") == ("true" if want else "false"), "gbench.json context qkbench_emulated")
+    for b in gb["benchmarks"]:
+        if b.get("run_type") == "iteration" and not b.get("error_occurred"):
+            check(("EMULATED" in b.get("label", "")) == want, "gbench.json label %r" % b.get("label"))
+    with open(os.path.join(d, "summary.md")) as f:
+        check((EMULATED_LINE in f.read()) == want, "summary.md: the EMULATED line should be %s" % say)
+    print("%d rows, emulated=%s (%s: %s)" % (len(rows), want, e.get("method"), e.get("how")))
+
+
 def t_sigint(q):
     d = q.fresh("sigint")
     p = subprocess.Popen(q.cmd("bench", "--results", q.results, "--out", d, "--quiet", "--shape", "1x1024x4096",
@@ -353,7 +410,7 @@ def t_report(q):
 
 
 TESTS = {"probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
-         "sigint": t_sigint, "report": t_report}
+         "sigint": t_sigint, "report": t_report, "emulation": t_emulation}
 
 
 def main():
@@ -361,6 +418,10 @@ def main():
     ap.add_argument("--qkbench", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--emulator", default="")
+    ap.add_argument("--skip-probe", action="store_true",
+                    help="the emulation test: do not run qkbench probe (minutes under qemu-aarch64)")
+    ap.add_argument("--expect-emulated", type=int, choices=(0, 1), default=0,
+                    help="the emulation test: 1 if the EMULATED label must be present, 0 if absent")
     ap.add_argument("test", choices=sorted(TESTS))
     a = ap.parse_args()
     q = Runner(a)
