@@ -1,14 +1,7 @@
 /* Integer-activation gemm with packed weights, Armv8.2 dotprod, register
  * tile 4x8 (W4A8, W4A4: w4s, w4a; W8A8: w8s; q4_0·q8_0; q8_0·q8_0).
  *
- * Packed layout (the pack functions below write it), per tile of 8 weight
- * rows (rows past N are zero), per group j of g values, the group's k padded
- * with zero codes to gp = g rounded up to 16:
- *     f32 d[8], f32 m[8]      scale and offset of each row (m: w4a only)
- *     codes, per 4 k ("quad"): the 4 k of rows 0..3, then of rows 4..7
- *         8 bits: 32 bytes (A = rows 0..3 · 4 k, B = rows 4..7 · 4 k)
- *         4 bits: 16 bytes, byte i = A[i] | B[i] << 4, unsigned nibbles
- * Tile bytes = K/g · (64 + gp·8) at 8 bits, K/g · (64 + gp·4) at 4 bits.
+ * Packed layout, pack and driver: arm/neon/gemm_int_4x8_driver.h; code order: code_at.
  *
  * Each SDOT by element multiplies one quad of 4 rows by 4 activation codes
  * of one X row: a 16-byte activation load feeds 4 quads × 2 halves. Per
@@ -18,44 +11,21 @@
 #if !defined(__aarch64__) || !defined(__ARM_FEATURE_DOTPROD)
 #error "this file needs the neondot tier's flags"
 #endif
-#include "arm/neon/neon_common.h"
+#define QK_I4X8_PAD 16
+#define QK_I4X8_TIER neondot
 
-#define QK_AI static inline __attribute__((always_inline))
+#include <stddef.h>
 
-enum { NR = 8, MR = 4 };
-typedef enum { C4_OFF8, C4_AFFINE, C8 } code_kind; /* nibbles meaning q+8 (w4s, q4_0), nibbles + offset (w4a), int8 */
-
-static size_t padded(size_t g) { return (g + 15) / 16 * 16; }
-static size_t group_bytes(const qk_qmat *w, code_kind c) { return 64 + padded(w->group) * (c == C8 ? 8 : 4); }
-static size_t tile_bytes(const qk_qmat *w, code_kind c) { return w->cols / w->group * group_bytes(w, c); }
-static size_t pack_size(const qk_qmat *w, code_kind c) { return (w->rows + NR - 1) / NR * tile_bytes(w, c); }
-static size_t packed_offset(const qk_qmat *w, code_kind c, size_t n0) { return n0 / NR * tile_bytes(w, c); }
-
-static void pack(const qk_qmat *w, void *packed, code_kind c) {
-    size_t g = w->group, ng = w->cols / g, N = w->rows, gp = padded(g), cb = c == C8 ? 8 : 4;
-    uint8_t *p = packed, t[32];
-    for (size_t n0 = 0; n0 < N; n0 += NR)
-        for (size_t j = 0; j < ng; j++, p += group_bytes(w, c)) {
-            float d[NR] = {0}, m[NR] = {0};
-            uint8_t *codes = p + 64;
-            memset(codes, 0, gp * cb);
-            for (size_t r = 0; r < NR && n0 + r < N; r++) {
-                d[r] = qk_qmat_scale(w, n0 + r, j);
-                m[r] = qk_qmat_min(w, n0 + r, j);
-                for (size_t i0 = 0; i0 < g; i0 += 32) {
-                    size_t n = g - i0 < 32 ? g - i0 : 32;
-                    qk_arm_row_codes(w, n0 + r, j * g + i0, n, t);
-                    for (size_t i = 0; i < n; i++) {
-                        size_t k = i0 + i, quad = k / 4, pos = (r % 4) * 4 + k % 4;
-                        if (c == C8) codes[quad * 32 + (r / 4) * 16 + pos] = t[i];
-                        else codes[quad * 16 + pos] |= (uint8_t)(t[i] << (4 * (r / 4)));
-                    }
-                }
-            }
-            memcpy(p, d, sizeof d);
-            memcpy(p + 32, m, sizeof m);
-        }
+/* Codes per 4 k ("quad"): the 4 k of rows 0..3, then of rows 4..7; 8 bits: 32 bytes
+ * (A = rows 0..3, B = rows 4..7); 4 bits: 16 bytes, byte i = A[i] | B[i] << 4. */
+static size_t code_at(size_t r, size_t k, int c8, unsigned *shift) {
+    size_t quad = k / 4, pos = (r % 4) * 4 + k % 4;
+    if (c8) return quad * 32 + (r / 4) * 16 + pos;
+    *shift = 4 * (unsigned)(r / 4);
+    return quad * 16 + pos;
 }
+
+#include "arm/neon/gemm_int_4x8_driver.h"
 
 #define QUAD(q)                                                                      \
     do {                                                                             \
@@ -128,30 +98,4 @@ QK_AI void tile_rows(const qk_matmul_args *a, const uint8_t *tile, size_t m0, si
 
 #undef QUAD
 
-QK_AI void run(const qk_matmul_args *a, code_kind c) {
-    const size_t M = a->M, N = a->N, tb = tile_bytes(a->w, c);
-    for (size_t n0 = 0; n0 < N; n0 += NR) {
-        const uint8_t *tile = (const uint8_t *)a->wp + n0 / NR * tb;
-        size_t nv = N - n0 < NR ? N - n0 : NR, m = 0;
-        for (; m + 4 <= M; m += 4) tile_rows(a, tile, m, n0, nv, 4, c);
-        if (M - m >= 2) {
-            tile_rows(a, tile, m, n0, nv, 2, c);
-            m += 2;
-        }
-        if (M - m >= 1) tile_rows(a, tile, m, n0, nv, 1, c);
-    }
-}
-
-#define QK_INT_GEMM(stem, kind)                                                                            \
-    void stem(const qk_matmul_args *a) { run(a, kind); }                                                   \
-    size_t stem##_pack_size(const qk_qmat *w) { return pack_size(w, kind); }                               \
-    void stem##_pack(const qk_qmat *w, void *packed) { pack(w, packed, kind); }                            \
-    size_t stem##_packed_offset(const qk_qmat *w, size_t n0) { return packed_offset(w, kind, n0); }
-
-QK_INT_GEMM(qk_gemm_w8s_a8_4x8__neondot, C8)
-QK_INT_GEMM(qk_gemm_w4s_a8_4x8__neondot, C4_OFF8)
-QK_INT_GEMM(qk_gemm_w4a_a8_4x8__neondot, C4_AFFINE)
-QK_INT_GEMM(qk_gemm_w4s_a4_4x8__neondot, C4_OFF8)
-QK_INT_GEMM(qk_gemm_w4a_a4_4x8__neondot, C4_AFFINE)
-QK_INT_GEMM(qk_gemm_q4_0_q8_0_4x8__neondot, C4_OFF8)
-QK_INT_GEMM(qk_gemm_q8_0_q8_0_4x8__neondot, C8)
+QK_I4X8_ENTRY_POINTS

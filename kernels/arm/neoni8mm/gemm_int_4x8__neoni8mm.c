@@ -5,16 +5,7 @@
  * Wᵀ (two weight rows, 8 k) into a 2x2 int32 block: 32 multiply-adds per
  * instruction, twice SDOT's 16.
  *
- * Packed layout (the pack functions below write it), per tile of 8 weight
- * rows (rows past N are zero), per group j of g values, the group's k padded
- * with zero codes to gp = g rounded up to 8:
- *     f32 d[8], f32 m[8]      scale and offset of each row (m: w4a only)
- *     codes, per 8 k ("oct"), for each row pair p = 0..3 the 16 bytes
- *     [row 2p: 8 k][row 2p+1: 8 k]
- *         8 bits: 64 bytes (pairs 0, 1, 2, 3)
- *         4 bits: 32 bytes, unsigned nibbles: byte i = pair0[i] | pair1[i] << 4,
- *                 then byte 16 + i = pair2[i] | pair3[i] << 4
- * Tile bytes = K/g · (64 + gp·8) at 8 bits, K/g · (64 + gp·4) at 4 bits.
+ * Packed layout, pack and driver: arm/neon/gemm_int_4x8_driver.h; code order: code_at.
  *
  * Per group, exact int32 dots, then y += d·sa·dot (w4s and q4_0 nibbles mean
  * q + 8: dot - 8·Σqa, exactly, from actquant's group sums), or for w4a
@@ -23,45 +14,22 @@
 #if !defined(__aarch64__) || !defined(__ARM_FEATURE_MATMUL_INT8)
 #error "this file needs the neoni8mm tier's flags"
 #endif
-#include "arm/neon/neon_common.h"
+#define QK_I4X8_PAD 8
+#define QK_I4X8_TIER neoni8mm
 
-#define QK_AI static inline __attribute__((always_inline))
+#include <stddef.h>
 
-enum { NR = 8, MR = 4 };
-typedef enum { C4_OFF8, C4_AFFINE, C8 } code_kind; /* nibbles meaning q+8 (w4s, q4_0), nibbles + offset (w4a), int8 */
-
-static size_t padded(size_t g) { return (g + 7) / 8 * 8; }
-static size_t group_bytes(const qk_qmat *w, code_kind c) { return 64 + padded(w->group) * (c == C8 ? 8 : 4); }
-static size_t tile_bytes(const qk_qmat *w, code_kind c) { return w->cols / w->group * group_bytes(w, c); }
-static size_t pack_size(const qk_qmat *w, code_kind c) { return (w->rows + NR - 1) / NR * tile_bytes(w, c); }
-static size_t packed_offset(const qk_qmat *w, code_kind c, size_t n0) { return n0 / NR * tile_bytes(w, c); }
-
-static void pack(const qk_qmat *w, void *packed, code_kind c) {
-    size_t g = w->group, ng = w->cols / g, N = w->rows, gp = padded(g), cb = c == C8 ? 8 : 4;
-    uint8_t *p = packed, t[32];
-    for (size_t n0 = 0; n0 < N; n0 += NR)
-        for (size_t j = 0; j < ng; j++, p += group_bytes(w, c)) {
-            float d[NR] = {0}, m[NR] = {0};
-            uint8_t *codes = p + 64;
-            memset(codes, 0, gp * cb);
-            for (size_t r = 0; r < NR && n0 + r < N; r++) {
-                d[r] = qk_qmat_scale(w, n0 + r, j);
-                m[r] = qk_qmat_min(w, n0 + r, j);
-                size_t pair = r / 2, half = r % 2;
-                for (size_t i0 = 0; i0 < g; i0 += 32) {
-                    size_t n = g - i0 < 32 ? g - i0 : 32;
-                    qk_arm_row_codes(w, n0 + r, j * g + i0, n, t);
-                    for (size_t i = 0; i < n; i++) {
-                        size_t k = i0 + i, oct = k / 8, pos = half * 8 + k % 8;
-                        if (c == C8) codes[oct * 64 + pair * 16 + pos] = t[i];
-                        else codes[oct * 32 + (pair / 2) * 16 + pos] |= (uint8_t)(t[i] << (4 * (pair % 2)));
-                    }
-                }
-            }
-            memcpy(p, d, sizeof d);
-            memcpy(p + 32, m, sizeof m);
-        }
+/* Codes per 8 k ("oct"), for each row pair p = 0..3 the 16 bytes [row 2p: 8 k][row 2p+1: 8 k];
+ * 8 bits: 64 bytes (pairs 0..3); 4 bits: 32 bytes, byte i = pair0[i] | pair1[i] << 4, then
+ * byte 16 + i = pair2[i] | pair3[i] << 4. */
+static size_t code_at(size_t r, size_t k, int c8, unsigned *shift) {
+    size_t pair = r / 2, oct = k / 8, pos = (r % 2) * 8 + k % 8;
+    if (c8) return oct * 64 + pair * 16 + pos;
+    *shift = 4 * (unsigned)(pair % 2);
+    return oct * 32 + (pair / 2) * 16 + pos;
 }
+
+#include "arm/neon/gemm_int_4x8_driver.h"
 
 QK_AI int8x8_t load8(const int8_t *p, size_t avail) {
     if (avail >= 8) return vld1_s8(p);
@@ -149,31 +117,4 @@ QK_AI void tile_rows(const qk_matmul_args *a, const uint8_t *tile, size_t m0, si
         }
 }
 
-QK_AI void run(const qk_matmul_args *a, code_kind c) {
-    const size_t M = a->M, N = a->N, tb = tile_bytes(a->w, c);
-    for (size_t n0 = 0; n0 < N; n0 += NR) {
-        const uint8_t *tile = (const uint8_t *)a->wp + n0 / NR * tb;
-        size_t nv = N - n0 < NR ? N - n0 : NR, m = 0;
-        for (; m + 4 <= M; m += 4) tile_rows(a, tile, m, n0, nv, 4, c);
-        switch (M - m) {
-        case 3: tile_rows(a, tile, m, n0, nv, 3, c); break;
-        case 2: tile_rows(a, tile, m, n0, nv, 2, c); break;
-        case 1: tile_rows(a, tile, m, n0, nv, 1, c); break;
-        default: break;
-        }
-    }
-}
-
-#define QK_INT_GEMM(stem, kind)                                                                            \
-    void stem(const qk_matmul_args *a) { run(a, kind); }                                                   \
-    size_t stem##_pack_size(const qk_qmat *w) { return pack_size(w, kind); }                               \
-    void stem##_pack(const qk_qmat *w, void *packed) { pack(w, packed, kind); }                            \
-    size_t stem##_packed_offset(const qk_qmat *w, size_t n0) { return packed_offset(w, kind, n0); }
-
-QK_INT_GEMM(qk_gemm_w8s_a8_4x8__neoni8mm, C8)
-QK_INT_GEMM(qk_gemm_w4s_a8_4x8__neoni8mm, C4_OFF8)
-QK_INT_GEMM(qk_gemm_w4a_a8_4x8__neoni8mm, C4_AFFINE)
-QK_INT_GEMM(qk_gemm_w4s_a4_4x8__neoni8mm, C4_OFF8)
-QK_INT_GEMM(qk_gemm_w4a_a4_4x8__neoni8mm, C4_AFFINE)
-QK_INT_GEMM(qk_gemm_q4_0_q8_0_4x8__neoni8mm, C4_OFF8)
-QK_INT_GEMM(qk_gemm_q8_0_q8_0_4x8__neoni8mm, C8)
+QK_I4X8_ENTRY_POINTS
