@@ -361,6 +361,22 @@ static const qkb_limits *run_limits(int reprobe, int progress, int *cached) {
     return l;
 }
 
+/* Multi-thread rows on a busy machine: the threads are pinned one per core, and a call
+ * ends when its last slice does, so another process on any core stretches the whole
+ * call (2-thread gemv repetitions of 0.2 ms and of 10-30 ms in one run at load 8 on 2 cores). */
+static void warn_busy(const qkb_cases *cs, int quiet) {
+    int maxt = 1;
+    for (size_t i = 0; i < cs->n; i++) maxt = cs->v[i].threads > maxt ? cs->v[i].threads : maxt;
+    double load = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    int ok = fscanf(f, "%lf", &load) == 1;
+    fclose(f);
+    if (ok && !quiet && maxt > 1 && load > 0.5 * qkb_ncores())
+        fprintf(stderr, "qkbench bench: warning: load average %.1f on %d cores; the %d-thread rows time the other "
+                        "processes too (each call waits for its slowest pinned thread)\n", load, qkb_ncores(), maxt);
+}
+
 static void bench_fn(qkb_gb_state *st, void *arg) {
     qkb_case *c = arg;
     bench_run *b = g_run;
@@ -585,6 +601,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
         b.est_total += b.cr[i].est_s;
     }
     b.cases_total = b.cases.n;
+    warn_busy(&b.cases, o->quiet);
 
     b.save = !o->no_save && !qkb_gb_list_only();
     if (b.save) {
