@@ -303,3 +303,52 @@ qk_status qk_gemm_f32_with(const qk_gemm_f32_kernel *k, size_t M, size_t N, size
     k->run(M, N, K, x, ldx, w, ldw, y, ldy, accumulate);
     return QK_OK;
 }
+
+#define QK_I8_MAX_K 65536 /* 65536 · 128² < 2^31: the int32 sums are exact */
+
+static qk_status check_scales(const float *s, size_t n, const char *what) {
+    if (!s) return qk_fail(QK_ERR_ARG, "%s are NULL", what);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(s[i])) return qk_fail(QK_ERR_NONFINITE, "%s[%zu] is not finite (%g)", what, i, (double)s[i]);
+    return QK_OK;
+}
+
+qk_status qk_gemm_i8_with(const qk_gemm_i8_kernel *k, size_t M, size_t N, size_t K, const int8_t *x, size_t ldx, const float *sx,
+                          const int8_t *w, size_t ldw, const float *sw, float *y, size_t ldy, int accumulate) {
+    qk_clear_error();
+    qk_status st;
+    if (M == 0 || N == 0 || K == 0) return qk_fail(QK_ERR_SHAPE, "empty int8 gemm (%zux%zux%zu)", M, N, K);
+    if (K > QK_I8_MAX_K) return qk_fail(QK_ERR_SHAPE, "int8 gemm K=%zu is above %d (int32 sums would overflow)", K, QK_I8_MAX_K);
+    if (M > ((size_t)1 << 31) || N > ((size_t)1 << 31)) return qk_fail(QK_ERR_SHAPE, "int8 gemm too large (%zux%zu)", M, N);
+    if (!x || !w) return qk_fail(QK_ERR_ARG, "int8 codes are NULL");
+    if (ldx < K || ldw < K) return qk_fail(QK_ERR_ARG, "int8 row stride below K=%zu (x %zu, w %zu)", K, ldx, ldw);
+    if ((st = check_scales(sx, M, "activation scales")) || (st = check_scales(sw, N, "weight scales")) || (st = check_f32(y, ldy, N, "y")))
+        return st;
+    QK_PICK_OR(k, qk_pick_gemm_i8, "gemm_i8");
+    k->run(M, N, K, x, ldx, sx, w, ldw, sw, y, ldy, accumulate);
+    return QK_OK;
+}
+
+qk_status qk_rowquant_i8(const float *x, size_t ldx, size_t M, size_t K, int8_t *q, size_t ldq, float *s) {
+    qk_clear_error();
+    qk_status st = check_rows(x, ldx, M, K, "x");
+    if (st) return st;
+    if (K > QK_I8_MAX_K) return qk_fail(QK_ERR_SHAPE, "int8 rows of K=%zu are above %d", K, QK_I8_MAX_K);
+    if (!q || !s) return qk_fail(QK_ERR_ARG, "int8 codes or scales are NULL");
+    if (ldq < K) return qk_fail(QK_ERR_ARG, "int8 row stride %zu is below K=%zu", ldq, K);
+    for (size_t m = 0; m < M; m++) {
+        const float *xr = x + m * ldx;
+        float amax = 0.0f;
+        for (size_t k = 0; k < K; k++) {
+            if (!isfinite(xr[k])) return qk_fail(QK_ERR_NONFINITE, "x[%zu][%zu] is not finite (%g)", m, k, (double)xr[k]);
+            amax = fmaxf(amax, fabsf(xr[k]));
+        }
+        const double id = amax > 0.0f ? 127.0 / (double)amax : 0.0; /* in double: finite for subnormal amax too */
+        s[m] = amax / 127.0f;
+        for (size_t k = 0; k < K; k++) {
+            double v = round((double)xr[k] * id);
+            q[m * ldq + k] = (int8_t)(v > 127.0 ? 127.0 : v < -127.0 ? -127.0 : v);
+        }
+    }
+    return QK_OK;
+}

@@ -42,7 +42,11 @@ extern "C" {
 #define QK_GEMM_F32(tier)                                                                                             \
     void qk_gemm_f32__##tier(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, float *y, \
                              size_t ldy, int accumulate);
+#define QK_GEMM_I8(tier)                                                                                                  \
+    void qk_gemm_i8__##tier(size_t M, size_t N, size_t K, const int8_t *x, size_t ldx, const float *sx, const int8_t *w, size_t ldw, \
+                            const float *sw, float *y, size_t ldy, int accumulate);
 #include "list/outlier.inc"
+#undef QK_GEMM_I8
 #undef QK_FWHT
 #undef QK_COLSCALE
 #undef QK_COLSPLIT

@@ -104,6 +104,7 @@ const qk_matmul_kernel *qk_pick_matmul(qk_op op, qk_format f, qk_mode mode) {
 #define QK_COLSCALE(tier)
 #define QK_COLSPLIT(tier)
 #define QK_GEMM_F32(tier)
+#define QK_GEMM_I8(tier)
 
 #undef QK_FWHT
 #define QK_FWHT(tier) {"qk_fwht__" #tier, T(tier), qk_fwht__##tier},
@@ -138,7 +139,17 @@ const qk_gemm_f32_kernel qk_gemm_f32_kernels[] = {
 #include "list/outlier.inc"
 };
 #undef QK_GEMM_F32
+#define QK_GEMM_F32(tier)
 const size_t qk_gemm_f32_kernel_count = sizeof qk_gemm_f32_kernels / sizeof qk_gemm_f32_kernels[0];
+
+#undef QK_GEMM_I8
+#define QK_GEMM_I8(tier) {"qk_gemm_i8__" #tier, T(tier), qk_gemm_i8__##tier},
+const qk_gemm_i8_kernel qk_gemm_i8_kernels[] = {
+#include "list/outlier.inc"
+};
+#undef QK_GEMM_I8
+const size_t qk_gemm_i8_kernel_count = sizeof qk_gemm_i8_kernels / sizeof qk_gemm_i8_kernels[0];
+#undef QK_GEMM_F32
 
 #undef QK_FWHT
 #undef QK_COLSCALE
@@ -154,3 +165,4 @@ QK_PICK_FIRST(qk_pick_fwht, qk_fwht_kernel, qk_fwht_kernels, qk_fwht_kernel_coun
 QK_PICK_FIRST(qk_pick_colscale, qk_colscale_kernel, qk_colscale_kernels, qk_colscale_kernel_count)
 QK_PICK_FIRST(qk_pick_colsplit, qk_colsplit_kernel, qk_colsplit_kernels, qk_colsplit_kernel_count)
 QK_PICK_FIRST(qk_pick_gemm_f32, qk_gemm_f32_kernel, qk_gemm_f32_kernels, qk_gemm_f32_kernel_count)
+QK_PICK_FIRST(qk_pick_gemm_i8, qk_gemm_i8_kernel, qk_gemm_i8_kernels, qk_gemm_i8_kernel_count)

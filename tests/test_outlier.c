@@ -5,6 +5,11 @@
  *    (XH)(WH)ᵀ, smoothing (X·diag(1/s))(W·diag(s))ᵀ, and the channel split
  *    XZ·Wᵀ + XO·WOᵀ, within the f32 gemm's error model;
  *  - colscale and colsplit are exact; gemm_f32 is within 2(K+16)u·Σ|x·w|;
+ *  - gemm_i8 (the outlier columns in int8) writes exactly the bits of
+ *    (sx·sw)·(float)Σ x·w (+ y) on every tier, for K tails, N and M off the
+ *    tile, extreme codes and K = 65536 (the int32 bound); rowquant_i8 codes
+ *    are within half a step and hit ±127 at the row's absmax; the int8 split
+ *    reproduces X·Wᵀ when the outlier columns are exactly representable;
  *  - bad arguments are refused. */
 #include "test_util.h"
 
@@ -201,6 +206,96 @@ static void test_colscale_colsplit(tu_rng *rng) {
     free(s);
 }
 
+/* gemm_i8: every variant against the expression computed here with int64 sums. */
+static void test_gemm_i8(tu_rng *rng) {
+    size_t shapes[][3] = {{1, 1, 1}, {1, 3, 5}, {4, 4, 16}, {5, 7, 17}, {9, 5, 31}, {3, 9, 33}, {6, 13, 100}, {2, 2, 65536}, {7, 11, 1000}};
+    for (size_t ki = 0; ki < qk_gemm_i8_kernel_count; ki++) {
+        const qk_gemm_i8_kernel *k = &qk_gemm_i8_kernels[ki];
+        const char *why = qk_tier_unavailable_reason(k->tier);
+        if (why) {
+            tu_skipf("%s: %s", k->name, why);
+            continue;
+        }
+        int good = 0, n = 0;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int mode = 0; mode < 3; mode++) { /* 0: random codes, 1: -128 x -128 (the largest sums), 2: -128 x 127, accumulate */
+                size_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ldx = K + 3, ldw = K + 1, ldy = N + 2;
+                int8_t *x = malloc(M * ldx), *w = malloc(N * ldw);
+                float *sx = malloc(M * 4), *sw = malloc(N * 4), *y = tu_canary_alloc(M * ldy), *want = malloc(M * N * 4);
+                for (size_t i = 0; i < M * ldx; i++) x[i] = mode ? -128 : (int8_t)(tu_next(rng) & 0xff);
+                for (size_t i = 0; i < N * ldw; i++) w[i] = mode == 1 ? -128 : mode == 2 ? 127 : (int8_t)(tu_next(rng) & 0xff);
+                for (size_t m = 0; m < M; m++) sx[m] = (float)(tu_uniform(rng) * 0.1 + 1e-3);
+                for (size_t j = 0; j < N; j++) sw[j] = (float)(tu_uniform(rng) * 0.01 + 1e-4);
+                const int acc = mode == 2;
+                int ok = 1;
+                for (size_t m = 0; m < M; m++)
+                    for (size_t j = 0; j < N; j++) {
+                        int64_t d = 0;
+                        for (size_t c = 0; c < K; c++) d += (int64_t)x[m * ldx + c] * w[j * ldw + c];
+                        ok &= d == (int32_t)d;
+                        y[m * ldy + j] = acc ? (float)(m + 2 * j) - 3.5f : 1e30f;
+                        const float v = sx[m] * sw[j] * (float)d;
+                        want[m * N + j] = acc ? y[m * ldy + j] + v : v;
+                    }
+                CHECK(qk_gemm_i8_with(k, M, N, K, x, ldx, sx, w, ldw, sw, y, ldy, acc) == QK_OK, "%s", qk_last_error());
+                for (size_t m = 0; m < M; m++) {
+                    for (size_t j = 0; j < N; j++)
+                        if (memcmp(&y[m * ldy + j], &want[m * N + j], 4) && ok) {
+                            CHECK(0, "%s M=%zu N=%zu K=%zu mode %d: y[%zu][%zu] = %.9g, expected %.9g", k->name, M, N, K, mode, m, j,
+                                  (double)y[m * ldy + j], (double)want[m * N + j]);
+                            ok = 0;
+                        }
+                    for (size_t j = N; j < ldy; j++) ok &= tu_is_canary(y + m * ldy + j);
+                }
+                ok &= tu_canaries_ok(y, M * ldy);
+                CHECK(ok, "%s M=%zu N=%zu K=%zu mode %d", k->name, M, N, K, mode);
+                good += ok, n++;
+                free(x), free(w), free(sx), free(sw), free(want);
+                tu_canary_free(y);
+            }
+        printf("%-28s %d/%d cases bit-exact\n", k->name, good, n);
+    }
+    /* bad arguments */
+    int8_t c[4] = {1, 2, 3, 4};
+    float s1 = 1, y1 = 0, snan = NAN;
+    CHECK(qk_gemm_i8_with(NULL, 1, 1, 65537, c, 65537, &s1, c, 65537, &s1, &y1, 1, 0) == QK_ERR_SHAPE, "K=65537 accepted");
+    CHECK(qk_gemm_i8_with(NULL, 1, 1, 4, c, 4, &snan, c, 4, &s1, &y1, 1, 0) == QK_ERR_NONFINITE, "a NaN scale accepted");
+    CHECK(qk_gemm_i8_with(NULL, 1, 1, 4, NULL, 4, &s1, c, 4, &s1, &y1, 1, 0) == QK_ERR_ARG, "NULL codes accepted");
+    CHECK(qk_gemm_i8_with(NULL, 1, 1, 4, c, 3, &s1, c, 4, &s1, &y1, 1, 0) == QK_ERR_ARG, "stride below K accepted");
+}
+
+static void test_rowquant_i8(tu_rng *rng) {
+    size_t M = 6, K = 37, ldx = K + 2, ldq = K + 5;
+    float *x = malloc(M * ldx * 4), s[6];
+    int8_t *q = malloc(M * ldq);
+    tu_fill(rng, x, M * ldx, TU_OUTLIER);
+    for (size_t k = 0; k < K; k++) x[2 * ldx + k] = 0.0f;    /* an all-zero row */
+    x[4 * ldx + 5] = 1e-40f, x[4 * ldx + 6] = -3e-41f;          /* a row of subnormals */
+    for (size_t k = 0; k < K; k++) if (k != 5 && k != 6) x[4 * ldx + k] = 0.0f;
+    CHECK(qk_rowquant_i8(x, ldx, M, K, q, ldq, s) == QK_OK, "%s", qk_last_error());
+    int ok = 1;
+    for (size_t m = 0; m < M; m++) {
+        float amax = 0;
+        int top = 0;
+        for (size_t k = 0; k < K; k++) amax = fmaxf(amax, fabsf(x[m * ldx + k]));
+        ok &= s[m] == amax / 127.0f;
+        for (size_t k = 0; k < K; k++) {
+            int v = q[m * ldq + k];
+            ok &= v >= -127 && v <= 127;
+            top |= v == 127 || v == -127;
+            double err = fabs((double)x[m * ldx + k] - (double)amax / 127.0 * v);
+            ok &= err <= (double)amax / 254.0 * (1 + 1e-6) + 1e-45;
+        }
+        ok &= amax > 0 ? top : 1;
+        if (amax == 0)
+            for (size_t k = 0; k < K; k++) ok &= q[m * ldq + k] == 0;
+    }
+    CHECK(ok, "rowquant_i8: codes out of range, not within half a step, or the absmax not at ±127");
+    x[3 * ldx + 1] = INFINITY;
+    CHECK(qk_rowquant_i8(x, ldx, M, K, q, ldq, s) == QK_ERR_NONFINITE, "an infinite value accepted");
+    free(x), free(q);
+}
+
 /* With nothing quantized, each strategy reproduces X·Wᵀ (dispatcher's kernels). */
 static void test_identities(tu_rng *rng) {
     size_t M = 4, N = 9, K = 512, b = 128;
@@ -242,6 +337,25 @@ static void test_identities(tu_rng *rng) {
     CHECK(qk_gemm_f32_with(NULL, M, N, no, xo, no, wo, no, y, N, 1) == QK_OK, "%s", qk_last_error());
     CHECK(close_to(y, N, ref, mag, M, N, K, 2.0, "channel split"), "split");
 
+    /* the same split with the outlier columns in int8: exact when they are s·(integer codes), one at ±127 per row */
+    float *xi = malloc(M * K * 4), *wi = malloc(N * K * 4), sx[4], sw[9];
+    int8_t qx[4 * 4], qw[9 * 4];
+    memcpy(xi, x, M * K * 4);
+    memcpy(wi, w, N * K * 4);
+    for (size_t m = 0; m < M; m++)
+        for (size_t j = 0; j < no; j++) xi[m * K + idx[j]] = 0.25f * (float)(j == m % no ? -127 : (int)(tu_next(rng) % 255) - 127);
+    for (size_t n = 0; n < N; n++)
+        for (size_t j = 0; j < no; j++) wi[n * K + idx[j]] = 0.125f * (float)(j == n % no ? 127 : (int)(tu_next(rng) % 255) - 127);
+    exact_gemm(M, N, K, xi, K, wi, K, ref, mag);
+    CHECK(qk_colsplit_with(NULL, xi, K, M, K, idx, no, xr, K, xo, no) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_colsplit_with(NULL, wi, K, N, K, idx, no, wz, K, wo, no) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_rowquant_i8(xo, no, M, no, qx, no, sx) == QK_OK && qk_rowquant_i8(wo, no, N, no, qw, no, sw) == QK_OK, "%s", qk_last_error());
+    CHECK(sx[0] == 0.25f && sw[0] == 0.125f, "rowquant_i8 scales %g %g, expected 0.25 and 0.125", (double)sx[0], (double)sw[0]);
+    CHECK(qk_gemm_f32_with(NULL, M, N, K, xr, K, wz, K, y, N, 0) == QK_OK, "%s", qk_last_error());
+    CHECK(qk_gemm_i8_with(NULL, M, N, no, qx, no, sx, qw, no, sw, y, N, 1) == QK_OK, "%s", qk_last_error());
+    CHECK(close_to(y, N, ref, mag, M, N, K, 2.0, "channel split, int8 outlier columns"), "split int8");
+    free(xi), free(wi);
+
     /* bad arguments */
     CHECK(qk_fwht_with(NULL, xr, K, M, K, 96) == QK_ERR_SHAPE, "block 96 accepted");
     CHECK(qk_fwht_with(NULL, xr, K, M, 384, 256) == QK_ERR_SHAPE, "K=384 with block 256 accepted");
@@ -255,6 +369,8 @@ int main(void) {
     test_fwht(&rng);
     test_gemm_f32(&rng);
     test_colscale_colsplit(&rng);
+    test_gemm_i8(&rng);
+    test_rowquant_i8(&rng);
     test_identities(&rng);
     return tu_finish("test_outlier");
 }

@@ -43,3 +43,15 @@ void qk_gemm_f32__scalar(size_t M, size_t N, size_t K, const float *x, size_t ld
             y[m * ldy + n] = (float)acc;
         }
 }
+
+void qk_gemm_i8__scalar(size_t M, size_t N, size_t K, const int8_t *x, size_t ldx, const float *sx, const int8_t *w, size_t ldw,
+                        const float *sw, float *y, size_t ldy, int accumulate) {
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            int32_t acc = 0;
+            for (size_t k = 0; k < K; k++) acc += (int32_t)x[m * ldx + k] * (int32_t)w[n * ldw + k];
+            const float v = sx[m] * sw[n] * (float)acc;
+            float *o = y + m * ldy + n;
+            *o = accumulate ? *o + v : v;
+        }
+}

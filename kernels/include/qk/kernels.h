@@ -100,11 +100,17 @@ typedef void (*qk_colsplit_fn)(const float *x, size_t ldx, size_t M, size_t K, c
 /// Dense f32 Y[M][N] (+)= X[M][K] · W[N][K]ᵀ; accumulate = 1 adds to Y.
 typedef void (*qk_gemm_f32_fn)(size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w, size_t ldw, float *y,
                                size_t ldy, int accumulate);
+/// The outlier columns in int8: Y[m][n] (+)= (sx[m]·sw[n])·(float)Σ_k X[m][k]·W[n][k]
+/// over int8 codes (exact int32 sums, K <= 65536), the float expression
+/// evaluated in that order, so every tier writes the same bits.
+typedef void (*qk_gemm_i8_fn)(size_t M, size_t N, size_t K, const int8_t *x, size_t ldx, const float *sx, const int8_t *w,
+                              size_t ldw, const float *sw, float *y, size_t ldy, int accumulate);
 
 typedef struct qk_fwht_kernel { const char *name; qk_tier tier; qk_fwht_fn run; } qk_fwht_kernel;
 typedef struct qk_colscale_kernel { const char *name; qk_tier tier; qk_colscale_fn run; } qk_colscale_kernel;
 typedef struct qk_colsplit_kernel { const char *name; qk_tier tier; qk_colsplit_fn run; } qk_colsplit_kernel;
 typedef struct qk_gemm_f32_kernel { const char *name; qk_tier tier; qk_gemm_f32_fn run; } qk_gemm_f32_kernel;
+typedef struct qk_gemm_i8_kernel { const char *name; qk_tier tier; qk_gemm_i8_fn run; } qk_gemm_i8_kernel;
 
 extern const qk_fwht_kernel qk_fwht_kernels[];
 extern const size_t qk_fwht_kernel_count;
@@ -114,11 +120,14 @@ extern const qk_colsplit_kernel qk_colsplit_kernels[];
 extern const size_t qk_colsplit_kernel_count;
 extern const qk_gemm_f32_kernel qk_gemm_f32_kernels[];
 extern const size_t qk_gemm_f32_kernel_count;
+extern const qk_gemm_i8_kernel qk_gemm_i8_kernels[];
+extern const size_t qk_gemm_i8_kernel_count;
 
 const qk_fwht_kernel *qk_pick_fwht(void);
 const qk_colscale_kernel *qk_pick_colscale(void);
 const qk_colsplit_kernel *qk_pick_colsplit(void);
 const qk_gemm_f32_kernel *qk_pick_gemm_f32(void);
+const qk_gemm_i8_kernel *qk_pick_gemm_i8(void);
 
 /// Validated entry points (k = NULL: the dispatcher's choice).
 qk_status qk_fwht_with(const qk_fwht_kernel *k, float *x, size_t ldx, size_t M, size_t K, size_t block);
@@ -128,6 +137,14 @@ qk_status qk_colsplit_with(const qk_colsplit_kernel *k, const float *x, size_t l
                            size_t nidx, float *xz, size_t ldxz, float *xo, size_t ldxo);
 qk_status qk_gemm_f32_with(const qk_gemm_f32_kernel *k, size_t M, size_t N, size_t K, const float *x, size_t ldx, const float *w,
                            size_t ldw, float *y, size_t ldy, int accumulate);
+qk_status qk_gemm_i8_with(const qk_gemm_i8_kernel *k, size_t M, size_t N, size_t K, const int8_t *x, size_t ldx, const float *sx,
+                          const int8_t *w, size_t ldw, const float *sw, float *y, size_t ldy, int accumulate);
+/// Symmetric int8 quantization of each row of X[M][K] (K <= 65536, the outlier
+/// columns of activations or weights): s[m] = absmax/127, q = round-half-away
+/// of x·(127/absmax), in [-127, 127]; an all-zero row gets s = 0 and zero
+/// codes. Non-finite values are refused (QK_ERR_NONFINITE). Scalar: the rows
+/// are few outlier columns wide.
+qk_status qk_rowquant_i8(const float *x, size_t ldx, size_t M, size_t K, int8_t *q, size_t ldq, float *s);
 
 /// The family lists, in dispatch priority order (best first, scalar last),
 /// holding only the variants this build compiled.
