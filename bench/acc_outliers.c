@@ -30,7 +30,8 @@ static void help(int sweep) {
            "median, or among the --outlier-topk K largest.\n\n"
            "Strategies, each timed over its whole path (transforms included), errors as NMSE against the FP32\n"
            "product (double accumulation): fp32 (gemm_f32), W4A4, W4A8 (whole tensor 8-bit activations),\n"
-           "split (outlier columns in f32 through gemm_f32 + W4A4 over the rest, zeroed by colsplit), smooth\n"
+           "split (outlier columns in f32 through gemm_f32 + W4A4 over the rest, zeroed by colsplit), split8\n"
+           "(the same with the outlier columns in int8, one scale per row: rowquant_i8 + gemm_i8), smooth\n"
            "(s_j = max|X_j|^a / max|W_j|^(1-a), colscale), rotate (FWHT of X online and of W offline).\n"
            "e_A: quantized activations and f32 weights; e_WA: both quantized; SQNR: the kernels' own output;\n"
            "recovery = (e_WA(W4A4) - e_WA) / (e_WA(W4A4) - e_WA(W4A8)) (and the same on e_A).\n\n"
@@ -341,7 +342,7 @@ static int outliers_cmd(int argc, char **argv, int sweep) {
     printf("\n");
     if (!o.quiet) qk_outlier_print(stdout, rows, nr);
     printf("\n%zu data sets in %.1f s; recovery = (e_WA(W4A4) - e_WA) / (e_WA(W4A4) - e_WA(W4A8)); recov(eA) the same on e_A; "
-           "split bpw includes its f32 columns\n",
+           "split/split8 bpw include their f32/int8 columns\n",
            nr / QK_OS_COUNT / nt, now_s() - t0);
     rc = nr == nd * nt * QK_OS_COUNT ? 0 : 2;
     free(rows);

@@ -9,7 +9,7 @@
 #include "metrics.h"
 #include "refmath.h"
 
-static const char *const strat_names[QK_OS_COUNT] = {"fp32", "W4A4", "W4A8", "split", "smooth", "rotate"};
+static const char *const strat_names[QK_OS_COUNT] = {"fp32", "W4A4", "W4A8", "split", "split8", "smooth", "rotate"};
 const char *qk_ostrat_name(qk_ostrat s) { return (unsigned)s < QK_OS_COUNT ? strat_names[s] : "?"; }
 
 void qk_outlier_rule_default(qk_outlier_rule *r) {
@@ -123,6 +123,7 @@ typedef struct okern {
     const qk_colscale_kernel *colscale;
     const qk_colsplit_kernel *colsplit;
     const qk_gemm_f32_kernel *gemm_f32;
+    const qk_gemm_i8_kernel *gemm_i8;
     const qk_matmul_kernel *a4, *a8;
 } okern;
 
@@ -137,6 +138,7 @@ static const qk_fwht_kernel *fwht_at(qk_tier t) { PICK_AT(qk_fwht_kernels, qk_fw
 static const qk_colscale_kernel *colscale_at(qk_tier t) { PICK_AT(qk_colscale_kernels, qk_colscale_kernel_count, t); }
 static const qk_colsplit_kernel *colsplit_at(qk_tier t) { PICK_AT(qk_colsplit_kernels, qk_colsplit_kernel_count, t); }
 static const qk_gemm_f32_kernel *gemm_f32_at(qk_tier t) { PICK_AT(qk_gemm_f32_kernels, qk_gemm_f32_kernel_count, t); }
+static const qk_gemm_i8_kernel *gemm_i8_at(qk_tier t) { PICK_AT(qk_gemm_i8_kernels, qk_gemm_i8_kernel_count, t); }
 static const qk_matmul_kernel *matmul_at(qk_tier t, qk_mode mode) {
     for (size_t i = 0; i < qk_matmul_kernel_count; i++) {
         const qk_matmul_kernel *k = &qk_matmul_kernels[i];
@@ -149,13 +151,14 @@ static int pick_kernels(const qk_outlier_cfg *c, okern *k, char *err, size_t err
     memset(k, 0, sizeof *k);
     if (!c->at_tier) {
         k->a4 = qk_pick_matmul(QK_OP_GEMM, QK_W4S, QK_W4A4), k->a8 = qk_pick_matmul(QK_OP_GEMM, QK_W4S, QK_W4A8);
-        k->gemm_f32 = qk_pick_gemm_f32();
+        k->gemm_f32 = qk_pick_gemm_f32(), k->gemm_i8 = qk_pick_gemm_i8();
     } else {
         k->fwht = fwht_at(c->tier), k->colscale = colscale_at(c->tier), k->colsplit = colsplit_at(c->tier);
-        k->gemm_f32 = gemm_f32_at(c->tier), k->a4 = matmul_at(c->tier, QK_W4A4), k->a8 = matmul_at(c->tier, QK_W4A8);
+        k->gemm_f32 = gemm_f32_at(c->tier), k->gemm_i8 = gemm_i8_at(c->tier);
+        k->a4 = matmul_at(c->tier, QK_W4A4), k->a8 = matmul_at(c->tier, QK_W4A8);
         if (!k->fwht || !k->colscale || !k->colsplit) k->a4 = NULL;
     }
-    if (!k->a4 || !k->a8 || !k->gemm_f32) {
+    if (!k->a4 || !k->a8 || !k->gemm_f32 || !k->gemm_i8) {
         snprintf(err, errlen, "no kernels for the outlier strategies at tier %s", c->at_tier ? qk_tier_name(c->tier) : "(dispatcher)");
         return -1;
     }
@@ -169,6 +172,10 @@ typedef struct opath {
     const float *x, *w;           /* X (M×K), W (N×K) */
     float *xt, *xo, *y;           /* transformed X (M×K), X's outlier columns (M×no), Y (M×N) */
     const float *wo, *sinv;       /* W's outlier columns (N×no), 1/s (K) */
+    int8_t *xoq;                  /* split8: X's outlier columns in int8 (M×no), their row scales sxo (M) */
+    float *sxo;
+    const int8_t *woq;            /* split8: W's outlier columns in int8 (N×no), their row scales (N) */
+    const float *swo;
     const uint32_t *idx;
     size_t hblock;
     qk_matmul_plan *plan;
@@ -186,6 +193,14 @@ static qk_status run_path(const opath *p) {
         qk_status s = qk_colsplit_with(k->colsplit, p->x, K, M, K, p->idx, p->no, p->xt, K, p->xo, p->no ? p->no : 1);
         if (!s) s = qk_matmul_run(p->plan, M, p->xt, K, p->y, N);
         if (!s && p->no) s = qk_gemm_f32_with(k->gemm_f32, M, N, p->no, p->xo, p->no, p->wo, p->no, p->y, N, 1);
+        return s;
+    }
+    case QK_OS_SPLIT8: {
+        const size_t lo = p->no ? p->no : 1;
+        qk_status s = qk_colsplit_with(k->colsplit, p->x, K, M, K, p->idx, p->no, p->xt, K, p->xo, lo);
+        if (!s && p->no) s = qk_rowquant_i8(p->xo, lo, M, p->no, p->xoq, lo, p->sxo);
+        if (!s) s = qk_matmul_run(p->plan, M, p->xt, K, p->y, N);
+        if (!s && p->no) s = qk_gemm_i8_with(k->gemm_i8, M, N, p->no, p->xoq, lo, p->sxo, p->woq, lo, p->swo, p->y, N, 1);
         return s;
     }
     case QK_OS_SMOOTH: {
@@ -271,7 +286,7 @@ static int strategy_errors(ctx *u, qk_ostrat st, const float *xuse, const float 
     const double wbpw = qk_bpw(QK_W4S, u->c->group, QK_SCALE_F32);
     if (quant_x(u, st == QK_OS_W4A8 ? QK_ACT_A8 : QK_ACT_A4, xuse)) return -1;
     qk_rows wf2 = {wuse, K, NULL}, wqr = {NULL, K, wq};
-    if (st != QK_OS_SPLIT) {
+    if (st != QK_OS_SPLIT && st != QK_OS_SPLIT8) {
         if (exact(u, u->xq, K, &wf2, u->yd) || exact(u, u->xq, K, &wqr, u->yd2)) return -1;
         r->e_a = nmse_d(u->ref, u->yd, MN);
         r->e_wa = nmse_d(u->ref, u->yd2, MN);
@@ -303,7 +318,8 @@ static int strategy_errors(ctx *u, qk_ostrat st, const float *xuse, const float 
         }
     }
     r->e_wa = nmse_d(u->ref, u->yd, MN);
-    r->bpw = wbpw + 32.0 * (double)no / (double)K;
+    /* the outlier columns' weights: f32, or int8 codes and one f32 scale per row */
+    r->bpw = wbpw + (st == QK_OS_SPLIT ? 32.0 * (double)no : no ? 8.0 * (double)no + 32.0 : 0.0) / (double)K;
     return 0;
 }
 
@@ -321,6 +337,9 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
     float *xo = malloc(M * K * sizeof(float) + 4), *wo = malloc(N * K * sizeof(float) + 4);
     float *s = malloc(K * sizeof(float)), *si = malloc(K * sizeof(float));
     uint32_t *idx = malloc(K * sizeof(uint32_t));
+    int8_t *xoq = malloc(MK + 1), *woq = malloc(NK + 1);
+    float *sxo = malloc(M * sizeof(float)), *swo = malloc(N * sizeof(float));
+    float *xoe = malloc(MK * sizeof(float) + 4), *woe = malloc(NK * sizeof(float) + 4); /* split8's columns dequantized */
     qk_qmat wq = {0};
     qk_matmul_plan plan;
     int have_plan = 0;
@@ -334,7 +353,7 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
                 run_tier = (qk_tier)t;
                 break;
             }
-    if (!u.ref || !u.yd || !u.yd2 || !u.xq || !xd || !xt || !wt || !y || !xo || !wo || !s || !si || !idx) {
+    if (!u.ref || !u.yd || !u.yd2 || !u.xq || !xd || !xt || !wt || !y || !xo || !wo || !s || !si || !idx || !xoq || !woq || !sxo || !swo || !xoe || !woe) {
         snprintf(err, errlen, "out of memory for %zu x %zu x %zu", M, N, K);
         goto out;
     }
@@ -353,20 +372,32 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
         memset(r, 0, sizeof *r);
         snprintf(r->data, sizeof r->data, "%s", data);
         r->strategy = st, r->M = M, r->N = N, r->K = K, r->n_out = no;
-        opath p = {st, M, N, K, no, x, w, xt, xo, y, wo, si, idx, c->hblock, &plan, &kern};
+        opath p = {st, M, N, K, no, x, w, xt, xo, y, wo, si, xoq, sxo, woq, swo, idx, c->hblock, &plan, &kern};
+        const float *xoc = xo, *woc = wo; /* the outlier columns as the split multiplies them */
         const qk_matmul_kernel *mk = st == QK_OS_W4A8 ? kern.a8 : kern.a4;
         snprintf(r->tier, sizeof r->tier, "%s", qk_tier_name(run_tier));
         const qk_outlier_row *old = c->reuse ? &c->reuse[si_] : NULL;
         const float *wuse = w; /* the f32 weights the strategy quantizes */
         const float *xuse = x; /* the f32 activations it quantizes */
         qk_mode mode = st == QK_OS_W4A8 ? QK_W4A8 : QK_W4A4;
-        if (st == QK_OS_SPLIT) {
+        if (st == QK_OS_SPLIT || st == QK_OS_SPLIT8) {
             if (qk_colsplit_with(kern.colsplit, w, K, N, K, idx, no, wt, K, wo, no ? no : 1) ||
                 qk_colsplit_with(kern.colsplit, x, K, M, K, idx, no, xt, K, xo, no ? no : 1)) {
                 snprintf(err, errlen, "colsplit: %s", qk_last_error());
                 goto out;
             }
             wuse = wt, xuse = xt;
+            if (st == QK_OS_SPLIT8 && no) {
+                if (qk_rowquant_i8(wo, no, N, no, woq, no, swo) || qk_rowquant_i8(xo, no, M, no, xoq, no, sxo)) {
+                    snprintf(err, errlen, "rowquant_i8: %s", qk_last_error());
+                    goto out;
+                }
+                for (size_t n = 0; n < N; n++)
+                    for (size_t j = 0; j < no; j++) woe[n * no + j] = swo[n] * (float)woq[n * no + j];
+                for (size_t m = 0; m < M; m++)
+                    for (size_t j = 0; j < no; j++) xoe[m * no + j] = sxo[m] * (float)xoq[m * no + j];
+                xoc = xoe, woc = woe;
+            }
         } else if (st == QK_OS_SMOOTH) {
             double *ax = malloc(K * sizeof *ax), *aw = malloc(K * sizeof *aw);
             if (!ax || !aw) {
@@ -406,7 +437,7 @@ int qk_outlier_compare(const qk_outlier_cfg *c, const char *data, const float *w
         } else {
             if (quant_w(&u, wuse, &wq)) goto out;
             if (old) r->e_a = old->e_a, r->e_wa = old->e_wa, r->bpw = old->bpw;
-            else if (strategy_errors(&u, st, xuse, wuse, &wq, idx, no, xo, wo, r)) goto out;
+            else if (strategy_errors(&u, st, xuse, wuse, &wq, idx, no, xoc, woc, r)) goto out;
             if (qk_matmul_prepare(&plan, mk, QK_OP_GEMM, mode, &wq, M)) {
                 snprintf(err, errlen, "matmul prepare (%s): %s", qk_mode_name(mode), qk_last_error());
                 goto out;
@@ -440,6 +471,7 @@ out:
     if (have_plan) qk_matmul_release(&plan);
     qk_qmat_free(&wq);
     free(u.ref), free(u.yd), free(u.yd2), free(u.xq), free(xd), free(xt), free(wt), free(y), free(xo), free(wo), free(s), free(si), free(idx);
+    free(xoq), free(woq), free(sxo), free(swo), free(xoe), free(woe);
     return rc;
 }
 
@@ -514,7 +546,7 @@ static int same_group(const qk_outlier_row *a, const qk_outlier_row *b) { return
 
 /* Grouped bars: output SQNR (dB) per data set, one bar per quantized strategy. */
 int qk_outlier_write_svg(const char *path, const qk_outlier_row *rows, size_t n) {
-    static const char *const col[QK_OS_COUNT] = {"#000000", "#d62728", "#7f7f7f", "#1f77b4", "#2ca02c", "#ff7f0e"};
+    static const char *const col[QK_OS_COUNT] = {"#000000", "#d62728", "#7f7f7f", "#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e"};
     size_t nd = 0;
     double ymax = 1;
     int tiers = 0; /* rows of several tiers: one group per data set and tier */
@@ -524,7 +556,7 @@ int qk_outlier_write_svg(const char *path, const qk_outlier_row *rows, size_t n)
         if (rows[i].strategy != QK_OS_FP32 && isfinite(rows[i].sqnr_db)) ymax = fmax(ymax, rows[i].sqnr_db);
     }
     ymax = ceil(ymax / 5) * 5;
-    const double W = 120.0 + 90.0 * (double)nd, H = 420, L = 60, T = 40, PH = 280;
+    const double W = fmax(120.0 + 90.0 * (double)nd, 60.0 + 80.0 * (QK_OS_COUNT - 1) + 40.0), H = 420, L = 60, T = 40, PH = 280;
     char tmp[1200];
     FILE *f = open_tmp(path, tmp, sizeof tmp);
     if (!f) return -1;

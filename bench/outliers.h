@@ -46,6 +46,7 @@ typedef enum qk_ostrat {
     QK_OS_W4A4,     ///< plain W4A4
     QK_OS_W4A8,     ///< whole-tensor 8-bit activations
     QK_OS_SPLIT,    ///< outlier columns in f32 (gemm_f32), the rest W4A4 with those columns zeroed (colsplit)
+    QK_OS_SPLIT8,   ///< the same with the outlier columns in int8, per-row scales (rowquant_i8, gemm_i8)
     QK_OS_SMOOTH,   ///< X·diag(1/s), W·diag(s) before quantization (colscale), then W4A4
     QK_OS_ROTATE,   ///< XH online, WH offline (fwht), then W4A4
     QK_OS_COUNT
@@ -77,7 +78,7 @@ typedef struct qk_outlier_row {
     size_t M, N, K, n_out;  ///< n_out: outlier channels kept in f32 (split) or detected (others)
     double e_a, e_wa;       ///< NMSE against the FP32 product: quantized activations only / both quantized
     double sqnr_db;         ///< of the strategy's own kernel output against the FP32 product
-    double bpw;             ///< weight bits per weight (split: + 32·n_out/K; smoothing: + 32/N for s)
+    double bpw;             ///< weight bits per weight (split: + 32·n_out/K; split8: + (8·n_out + 32)/K; smoothing: + 32/N for s)
     double t_median;        ///< seconds per Y, the whole path (transforms included); 0 if not timed
     double gops;            ///< 2·M·N·K / t_median
     double recovery;        ///< (e_WA(W4A4) − e_WA) / (e_WA(W4A4) − e_WA(W4A8))

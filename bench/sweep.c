@@ -38,7 +38,7 @@ static void help(void) {
            "  --list               print the cases (LAYER/FORMAT/gG/MODE, each with all its variants) and exit\n"
            "  --results DIR        results root for --shard folders (default $QK_RESULTS or ./results)\n"
            "%s"
-           "  --outliers           the outlier strategies (W4A4, W4A8, channel split, smoothing, rotation) on\n"
+           "  --outliers           the outlier strategies (W4A4, W4A8, channel split f32/int8, smoothing, rotation) on\n"
            "                       outlier and SwiGLU activations, timed on every tier; see qkbench sweep --outliers --help\n"
            "--out DIR writes sweep.csv, sweep.json and sweep.svg (the plot); each is rewritten after every row.\n",
            qkb_shard_help);

@@ -209,14 +209,6 @@ void OB_CAT(qk_gemm_f32, OB_TIER)(size_t M, size_t N, size_t K, const float *x, 
  *      the reference's float expression (sx·sw)·(float)dot (+ y), so every
  *      tier writes the reference's bits ---- */
 
-/* acc + the dot of n (< OB_KB) int8 pairs, through zero-padded copies. */
-OB_INLINE ob_iv ob_idot_tail(ob_iv acc, const int8_t *x, const int8_t *w, size_t n) {
-    int8_t xb[OB_KB] = {0}, wb[OB_KB] = {0};
-    memcpy(xb, x, n);
-    memcpy(wb, w, n);
-    return OB_IDOT(acc, xb, wb);
-}
-
 void OB_CAT(qk_gemm_i8, OB_TIER)(size_t M, size_t N, size_t K, const int8_t *x, size_t ldx, const float *sx, const int8_t *w,
                                  size_t ldw, const float *sw, float *y, size_t ldy, int accumulate) {
     enum { MT = OB_I_MT, NT = OB_I_NT };
@@ -233,9 +225,14 @@ void OB_CAT(qk_gemm_i8, OB_TIER)(size_t M, size_t N, size_t K, const int8_t *x, 
             for (size_t k = 0; k < Kv; k += OB_KB)
                 for (int i = 0; i < MT; i++)
                     for (int j = 0; j < NT; j++) acc[i][j] = OB_IDOT(acc[i][j], xr[i] + k, wr[j] + k);
-            if (K % OB_KB)
+            if (K % OB_KB) { /* the K tail through zero-padded copies, one per row of the tile */
+                int8_t xb[MT][OB_KB], wb[NT][OB_KB];
+                memset(xb, 0, sizeof xb), memset(wb, 0, sizeof wb);
+                for (int i = 0; i < MT; i++) memcpy(xb[i], xr[i] + Kv, K % OB_KB);
+                for (int j = 0; j < NT; j++) memcpy(wb[j], wr[j] + Kv, K % OB_KB);
                 for (int i = 0; i < MT; i++)
-                    for (int j = 0; j < NT; j++) acc[i][j] = ob_idot_tail(acc[i][j], xr[i] + Kv, wr[j] + Kv, K % OB_KB);
+                    for (int j = 0; j < NT; j++) acc[i][j] = OB_IDOT(acc[i][j], xb[i], wb[j]);
+            }
             for (size_t i = 0; i < MT && m0 + i < M; i++)
                 for (size_t j = 0; j < NT && n0 + j < N; j++) {
                     const float v = sx[m0 + i] * sw[n0 + j] * (float)OB_IHSUM(acc[i][j]);

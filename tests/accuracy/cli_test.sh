@@ -59,7 +59,7 @@ run 0 "sweep --outliers (every tier)" "$Q" sweep --outliers --shape 4x64x512 --c
 expect "tiers:"; expect "rotate"
 exists "$O/sweepo/sweep_outliers.csv"; exists "$O/sweepo/sweep_outliers.json"; exists "$O/sweepo/sweep_outliers.svg"
 # every tier times every strategy on every data set: the same number of rows per tier, scalar among them
-awk -F, 'NR > 1 { n[$2]++ } END { for (t in n) { if (c && n[t] != c) bad = 1; c = n[t] }; exit !(!bad && ("scalar" in n) && c % 6 == 0) }' \
+awk -F, 'NR > 1 { n[$2]++ } END { for (t in n) { if (c && n[t] != c) bad = 1; c = n[t] }; exit !(!bad && ("scalar" in n) && c % 7 == 0) }' \
     "$O/sweepo/sweep_outliers.csv" || { echo "FAIL: sweep_outliers.csv: tiers with different row counts, or no scalar rows"; fail=1; }
 run 2 "sweep --outliers, bad --min-time" "$Q" sweep --outliers --min-time -1
 expect "--min-time"
