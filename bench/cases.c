@@ -39,6 +39,25 @@ static const size_t quick_groups_mm[] = {32, 128, 0}, quick_groups[] = {32, 0};
 
 static const size_t full_groups[] = {32, 64, 128, 256, QKB_GROUP_K, 0}, full_groups_mm[] = {32, 128, QKB_GROUP_K, 0};
 static const size_t full_m[] = {16, 64, 256, 512};
+
+/* Outlier families (DESIGN §5) at LLM sizes: K = 4096 channels, 41 of them
+ * outliers (1%), N = 4096 outputs. quick: the rotation and the split's two
+ * outlier-column products at M = 64; full: every family at M = 1, 64, 512. */
+typedef struct ocfg {
+    qkb_ofam fam;
+    size_t M, N, K;
+} ocfg;
+static const ocfg quick_outlier[] = {{QKB_O_FWHT, 64, 0, 4096}, {QKB_O_GEMM_F32, 64, 4096, 41}, {QKB_O_GEMM_I8, 64, 4096, 41}};
+static const size_t full_outlier_m[] = {1, 64, 512};
+static const char *const ofam_names[QKB_O_COUNT] = {"fwht", "colscale", "colsplit", "gemm_f32", "gemm_i8"};
+/* Outlier columns of a split on K channels: 1%, at least one. */
+static size_t split_cols(size_t K) { return K / 100 ? K / 100 : 1; }
+/* The largest power-of-two Hadamard block dividing K (1 if K is odd). */
+static size_t hblock(size_t K) {
+    size_t b = 1;
+    while (K % (b * 2) == 0) b *= 2;
+    return b;
+}
 /* The scalar reference runs ~1 GOP/s: the full suite leaves out its calls above this. */
 #define SCALAR_MAX_OPS 1.5e9
 
@@ -60,6 +79,7 @@ static const char *kind_op(qkb_kind k, size_t M) {
     case QKB_DEQUANTIZE: return "dequantize";
     case QKB_ACTQUANT: return "actquant";
     case QKB_PACK: return "pack";
+    case QKB_OUTLIER: return "outlier";
     default: return M == 1 ? "gemv" : "gemm";
     }
 }
@@ -123,6 +143,46 @@ void qkb_case_derive(qkb_case *c) {
                  c->cold ? "cold" : "warm", c->kernel_name);
         break;
     }
+    case QKB_OUTLIER: {
+        /* outlier/FAMILY/PARAM/SHAPE/tN/cache/kernel */
+        const double M = (double)c->M, N = (double)c->N, K = (double)c->K;
+        char param[24];
+        snprintf(c->what, sizeof c->what, "%s", ofam_names[c->ofam]);
+        snprintf(shape, sizeof shape, "%zux%zu", c->M, c->K);
+        c->bpw = 32;
+        switch (c->ofam) {
+        case QKB_O_FWHT:
+            snprintf(param, sizeof param, "b%zu", c->group);
+            c->ops = M * K * log2((double)c->group); /* one add or subtract per element and stage */
+            c->bytes = 2 * M * K * 4;
+            break;
+        case QKB_O_COLSCALE:
+            snprintf(param, sizeof param, "f32");
+            c->ops = M * K;
+            c->bytes = 2 * M * K * 4 + K * 4;
+            break;
+        case QKB_O_COLSPLIT:
+            snprintf(param, sizeof param, "o%zu", c->N);
+            c->ops = M * K;
+            c->bytes = 2 * M * K * 4 + M * N * 4 + N * 4;
+            break;
+        case QKB_O_GEMM_F32:
+        case QKB_O_GEMM_I8: {
+            const int i8 = c->ofam == QKB_O_GEMM_I8;
+            snprintf(param, sizeof param, "%s", i8 ? "int8" : "f32");
+            snprintf(shape, sizeof shape, "%zux%zux%zu", c->M, c->N, c->K);
+            c->ops = 2 * M * N * K;
+            c->bytes = i8 ? M * K + N * K + (M + N) * 4 + 2 * M * N * 4 : (M * K + N * K + 2 * M * N) * 4; /* Y is accumulated */
+            c->bpw = i8 ? 8 + 32 / K : 32;
+            break;
+        }
+        default: param[0] = 0; break;
+        }
+        c->ws = c->bytes;
+        snprintf(c->name, sizeof c->name, "%s/%s/%s/%s/t%d/%s/%s", c->op, c->what, param, shape, c->threads, c->cold ? "cold" : "warm",
+                 c->kernel_name);
+        break;
+    }
     }
 }
 
@@ -137,8 +197,9 @@ void qkb_case_roofline(qkb_case *c, const qkb_limits *l) {
     snprintf(c->level, sizeof c->level, "%s", lv->name);
     c->bw = qkb_level_bw(l, lv, c->threads);
     double t_mem = c->bw > 0 ? c->bytes / c->bw : 0, t_ops = 0;
-    if (c->kind == QKB_MATMUL) {
-        c->peak = qkb_peak_ops(l, c->tier, c->rule != QK_ACT_F32, c->threads);
+    if (c->kind == QKB_MATMUL || (c->kind == QKB_OUTLIER && (c->ofam == QKB_O_GEMM_F32 || c->ofam == QKB_O_GEMM_I8))) {
+        const int int8 = c->kind == QKB_MATMUL ? c->rule != QK_ACT_F32 : c->ofam == QKB_O_GEMM_I8;
+        c->peak = qkb_peak_ops(l, c->tier, int8, c->threads);
         t_ops = c->peak > 0 ? c->ops / c->peak : 0;
     }
     c->roof_s = t_ops > t_mem ? t_ops : t_mem;
@@ -226,7 +287,7 @@ static void add(enum_ctx *e, const cfg *g, qkb_kind kind, const void *kernel, co
     int nt = cfg_threads(e, g, group, ts), nc = cfg_colds(e, g, colds);
     for (int ci = 0; ci < nc; ci++)
         for (int ti = 0; ti < nt; ti++) {
-            if (kind == QKB_PACK && ts[ti] > 1) continue; /* packing runs on one thread */
+            if ((kind == QKB_PACK || kind == QKB_OUTLIER) && ts[ti] > 1) continue; /* packing, outlier families: one thread */
             qkb_case *c = push(e->out);
             if (!c) return;
             c->kind = kind;
@@ -237,7 +298,7 @@ static void add(enum_ctx *e, const cfg *g, qkb_kind kind, const void *kernel, co
             c->mode = mode;
             c->rule = rule;
             c->nr = nr ? nr : 1;
-            c->M = kind == QKB_ACTQUANT || kind == QKB_MATMUL ? (g->M ? g->M : 1) : 0;
+            c->M = kind == QKB_ACTQUANT || kind == QKB_MATMUL || kind == QKB_OUTLIER ? (g->M ? g->M : 1) : 0;
             c->N = kind == QKB_ACTQUANT ? 0 : g->N;
             c->K = g->K;
             c->group = group == QKB_GROUP_K ? g->K : group;
@@ -301,11 +362,55 @@ static int expand(enum_ctx *e, const cfg *g) {
                     add(e, g, g->kind, k, k->name, k->tier, k->format, k->mode, qk_mode_act_rule(k->mode), k->nr, group);
                 }
                 break;
+            case QKB_OUTLIER: break; /* expand_outlier() */
             }
         }
     }
     return 0;
 }
+
+/* Every variant of one outlier family (its family list) on M×K (N: outputs, or outlier columns). */
+static int expand_outlier(enum_ctx *e, qkb_ofam fam, size_t M, size_t N, size_t K) {
+    cfg g = {QKB_OUTLIER, 0, M, N, K, 0, 0, 0};
+    size_t n = 0;
+    switch (fam) {
+    case QKB_O_FWHT: n = qk_fwht_kernel_count; break;
+    case QKB_O_COLSCALE: n = qk_colscale_kernel_count; break;
+    case QKB_O_COLSPLIT: n = qk_colsplit_kernel_count; break;
+    case QKB_O_GEMM_F32: n = qk_gemm_f32_kernel_count; break;
+    case QKB_O_GEMM_I8: n = qk_gemm_i8_kernel_count; break;
+    default: break;
+    }
+    if (fam == QKB_O_FWHT && hblock(K) < 2) {
+        snprintf(e->err, e->errlen, "K=%zu is odd: no Hadamard block divides it", K);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const void *k = NULL;
+        const char *name = NULL;
+        qk_tier t = QK_TIER_SCALAR;
+#define OK_(list) k = &list[i], name = list[i].name, t = list[i].tier
+        switch (fam) {
+        case QKB_O_FWHT: OK_(qk_fwht_kernels); break;
+        case QKB_O_COLSCALE: OK_(qk_colscale_kernels); break;
+        case QKB_O_COLSPLIT: OK_(qk_colsplit_kernels); break;
+        case QKB_O_GEMM_F32: OK_(qk_gemm_f32_kernels); break;
+        case QKB_O_GEMM_I8: OK_(qk_gemm_i8_kernels); break;
+        default: break;
+        }
+#undef OK_
+        size_t before = e->out->n;
+        add(e, &g, QKB_OUTLIER, k, name, t, QK_W4S, QK_W4A32, QK_ACT_F32, 1, fam == QKB_O_FWHT ? hblock(K) : 1);
+        for (size_t j = before; j < e->out->n; j++) { /* add() derived the name before the family was known */
+            e->out->v[j].ofam = fam;
+            e->out->v[j].group = fam == QKB_O_FWHT ? hblock(K) : 1; /* unused (1: the shared accounting divides by it) */
+            qkb_case_derive(&e->out->v[j]);
+        }
+    }
+    return 0;
+}
+
+static int want_outliers(const qkb_plan_opts *o) { return !o->ops_mask || (o->ops_mask >> QKB_OUTLIER & 1); }
 
 int qkb_cases_build(qkb_cases *out, const qkb_plan_opts *o, char *err, size_t errlen) {
     enum_ctx e = {out, o, {0}, 0, qkb_ncores(), err, errlen};
@@ -322,12 +427,23 @@ int qkb_cases_build(qkb_cases *out, const qkb_plan_opts *o, char *err, size_t er
             };
             for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
                 if ((!o->ops_mask || (o->ops_mask >> list[i].kind & 1)) && expand(&e, &list[i])) return qkb_cases_free(out), -1;
+            if (want_outliers(o)) /* the outlier families on M×K, the split's products on M×N×(1% of K) */
+                for (int f = 0; f < QKB_O_COUNT; f++) {
+                    int gemm = f == QKB_O_GEMM_F32 || f == QKB_O_GEMM_I8;
+                    if (f == QKB_O_FWHT && hblock(sh->K) < 2) continue;
+                    if (expand_outlier(&e, (qkb_ofam)f, M, gemm ? sh->N : split_cols(sh->K), gemm ? split_cols(sh->K) : sh->K))
+                        return qkb_cases_free(out), -1;
+                }
         }
         return 0;
     }
     if (!o->full) {
         for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++)
             if ((!o->ops_mask || (o->ops_mask >> quick[i].kind & 1)) && expand(&e, &quick[i])) return qkb_cases_free(out), -1;
+        for (size_t i = 0; i < sizeof quick_outlier / sizeof quick_outlier[0] && want_outliers(o); i++) {
+            const ocfg *q = &quick_outlier[i];
+            if (expand_outlier(&e, q->fam, q->M, q->N, q->K)) return qkb_cases_free(out), -1;
+        }
         return 0;
     }
     /* full: quantize/dequantize and actquant as in quick with every group; every preset for
@@ -352,6 +468,12 @@ int qkb_cases_build(qkb_cases *out, const qkb_plan_opts *o, char *err, size_t er
         cfg pre = {QKB_MATMUL, 1, full_m[m], 4096, 4096, 0, full_m[m] == 64, 1};
         if ((!o->ops_mask || (o->ops_mask >> QKB_MATMUL & 1)) && expand(&e, &pre)) return qkb_cases_free(out), -1;
     }
+    for (size_t m = 0; m < sizeof full_outlier_m / sizeof full_outlier_m[0] && want_outliers(o); m++)
+        for (int f = 0; f < QKB_O_COUNT; f++) {
+            int gemm = f == QKB_O_GEMM_F32 || f == QKB_O_GEMM_I8;
+            if (expand_outlier(&e, (qkb_ofam)f, full_outlier_m[m], gemm ? 4096 : split_cols(4096), gemm ? split_cols(4096) : 4096))
+                return qkb_cases_free(out), -1;
+        }
     return 0;
 }
 
@@ -509,6 +631,12 @@ struct qkb_res {
     qk_qact *a;            /* per copy */
     qk_matmul_plan *plan;  /* per copy */
     int *have_w, *have_a, *have_plan;
+    /* outlier families, per copy: W (f32, N×K), int8 X (M×K) and W (N×K), X's gathered columns (M×N);
+     * shared: the row scales, the column scales (K), the outlier columns (N) */
+    float **w32, **xo;
+    int8_t **x8, **w8;
+    float *sx, *sw, *cs;
+    uint32_t *idx;
     qkb_pool *pool;
     /* the call in flight, for the pool's tasks */
     int cur, status;
@@ -577,6 +705,13 @@ void qkb_case_teardown(qkb_case *c) {
     }
     free(r->x), free(r->xin), free(r->y), free(r->w), free(r->a), free(r->plan);
     free(r->have_w), free(r->have_a), free(r->have_plan);
+    for (int i = 0; i < r->ncopies; i++) {
+        if (r->w32) free(r->w32[i]);
+        if (r->xo) free(r->xo[i]);
+        if (r->x8) free(r->x8[i]);
+        if (r->w8) free(r->w8[i]);
+    }
+    free(r->w32), free(r->xo), free(r->x8), free(r->w8), free(r->sx), free(r->sw), free(r->cs), free(r->idx);
     qkb_pool_destroy(r->pool);
     free(r);
     c->res = NULL;
@@ -681,6 +816,39 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
         }
         break;
     }
+    case QKB_OUTLIER: {
+        const size_t M = c->M, N = c->N;
+        const int gemm = c->ofam == QKB_O_GEMM_F32 || c->ofam == QKB_O_GEMM_I8, i8 = c->ofam == QKB_O_GEMM_I8;
+        r->w32 = calloc((size_t)n, sizeof *r->w32), r->xo = calloc((size_t)n, sizeof *r->xo);
+        r->x8 = calloc((size_t)n, sizeof *r->x8), r->w8 = calloc((size_t)n, sizeof *r->w8);
+        r->sx = alloc_f32(M), r->sw = alloc_f32(N ? N : 1), r->cs = alloc_f32(K);
+        r->idx = malloc((N ? N : 1) * sizeof *r->idx);
+        if (!r->w32 || !r->xo || !r->x8 || !r->w8 || !r->sx || !r->sw || !r->cs || !r->idx) FAIL("out of memory");
+        for (size_t m = 0; m < M; m++) r->sx[m] = 0.01f;
+        for (size_t j = 0; j < N; j++) r->sw[j] = 0.001f, r->idx[j] = (uint32_t)(j * K / N); /* spread, increasing */
+        fill_random(r->cs, K, 5);
+        for (int i = 0; i < n; i++) {
+            if (i8) {
+                if (!(r->x8[i] = malloc(M * K)) || !(r->w8[i] = malloc(N * K))) FAIL("out of memory for int8 operands");
+                for (size_t j = 0; j < M * K; j++) r->x8[i][j] = (int8_t)((j * 37 + 11) % 255 - 127);
+                for (size_t j = 0; j < N * K; j++) r->w8[i][j] = (int8_t)((j * 53 + 7) % 255 - 127);
+            } else {
+                if (!(r->x[i] = alloc_f32(M * K))) FAIL("out of memory for activations");
+                fill_random(r->x[i], M * K, 13 + (uint64_t)i);
+            }
+            if (gemm && !i8) {
+                if (!(r->w32[i] = alloc_f32(N * K))) FAIL("out of memory for weights");
+                fill_random(r->w32[i], N * K, 17 + (uint64_t)i);
+            }
+            size_t ny = gemm ? M * N : c->ofam == QKB_O_FWHT ? 0 : M * K;
+            if (ny) {
+                if (!(r->y[i] = alloc_f32(ny))) FAIL("out of memory for outputs");
+                memset(r->y[i], 0, ny * sizeof(float));
+            }
+            if (c->ofam == QKB_O_COLSPLIT && !(r->xo[i] = alloc_f32(M * N))) FAIL("out of memory for outlier columns");
+        }
+        break;
+    }
     case QKB_ACTQUANT:
         for (int i = 0; i < n; i++) {
             if (!(r->x[i] = alloc_f32(c->M * K))) FAIL("out of memory for activations");
@@ -743,7 +911,21 @@ static void task(void *ctx, int tid, int nt) {
         qkb_split(c->N, c->nr, tid, nt, &lo, &hi);
         if (lo < hi) qk_matmul_run_cols(&r->plan[i], c->M, r->x[0], c->K, r->y[0], c->N, lo, hi);
         break;
-    case QKB_PACK: break;
+    case QKB_PACK:
+    case QKB_OUTLIER: break;
+    }
+}
+
+/* One call of an outlier family on copy i (one thread). */
+static qk_status outlier_call(const qkb_case *c, qkb_res *r, int i) {
+    const size_t M = c->M, N = c->N, K = c->K;
+    switch (c->ofam) {
+    case QKB_O_FWHT: return qk_fwht_with(c->kernel, r->x[i], K, M, K, c->group);
+    case QKB_O_COLSCALE: return qk_colscale_with(c->kernel, r->x[i], K, M, K, r->cs, r->y[i], K);
+    case QKB_O_COLSPLIT: return qk_colsplit_with(c->kernel, r->x[i], K, M, K, r->idx, N, r->y[i], K, r->xo[i], N);
+    case QKB_O_GEMM_F32: return qk_gemm_f32_with(c->kernel, M, N, K, r->x[i], K, r->w32[i], K, r->y[i], N, 1);
+    case QKB_O_GEMM_I8: return qk_gemm_i8_with(c->kernel, M, N, K, r->x8[i], K, r->sx, r->w8[i], K, r->sw, r->y[i], N, 1);
+    default: return QK_ERR_ARG;
     }
 }
 
@@ -761,6 +943,7 @@ int qkb_case_call(qkb_case *c, char *err, size_t errlen) {
         case QKB_ACTQUANT: s = qk_actquant_with(c->kernel, r->x[i], c->K, &r->a[i]); break;
         case QKB_PACK: s = qk_matmul_repack(&r->plan[i]); break;
         case QKB_MATMUL: s = qk_matmul_run(&r->plan[i], c->M, r->x[0], c->K, r->y[0], c->N); break;
+        case QKB_OUTLIER: s = outlier_call(c, r, i); break;
         }
         if (s != QK_OK) {
             snprintf(err, errlen, "%s", qk_last_error());

@@ -16,9 +16,20 @@ typedef enum qkb_kind {
     QKB_DEQUANTIZE, ///< format -> f32 rows N×K (qk_dequantize_with)
     QKB_ACTQUANT,   ///< activations M×K -> int8 codes per group (qk_actquant_with)
     QKB_PACK,       ///< plain layout -> the kernel's packed layout (qk_matmul_repack)
-    QKB_MATMUL      ///< Y = X·Wᵀ: qk_matmul_run, or per thread qk_matmul_run_cols after
+    QKB_MATMUL,     ///< Y = X·Wᵀ: qk_matmul_run, or per thread qk_matmul_run_cols after
                     ///< qk_matmul_quantize_acts (activation quantization is timed)
+    QKB_OUTLIER     ///< the outlier-handling families (DESIGN §5): see qkb_ofam; one thread
 } qkb_kind;
+
+/// The outlier family of a QKB_OUTLIER case.
+typedef enum qkb_ofam {
+    QKB_O_FWHT,     ///< M rows of K, in place, Hadamard block `group`
+    QKB_O_COLSCALE, ///< M rows of K scaled per column
+    QKB_O_COLSPLIT, ///< M rows of K, `N` outlier columns gathered and zeroed
+    QKB_O_GEMM_F32, ///< Y (+)= X·Wᵀ over the K outlier columns (M×N×K), f32
+    QKB_O_GEMM_I8,  ///< the same on int8 codes with per-row scales
+    QKB_O_COUNT
+} qkb_ofam;
 
 typedef struct qkb_res qkb_res;
 
@@ -31,6 +42,7 @@ typedef struct qkb_case {
     qk_mode mode;            ///< matmul, pack
     qk_act_rule rule;        ///< actquant; the matmul's activation rule
     unsigned nr;             ///< matmul: threads split N in multiples of this
+    qkb_ofam ofam;           ///< outlier cases: the family
     size_t M, N, K, group;   ///< quantize/dequantize/pack: N rows of K; actquant: M rows of K
     qk_scale_type st;
     int threads, cold;

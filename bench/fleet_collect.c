@@ -563,8 +563,9 @@ static void threads_label(char *out, size_t n, int threads, int ncores) {
 }
 
 static void shape_str(char *out, size_t n, const qkb_row *r) {
-    if (!strcmp(r->op, "gemv") || !strcmp(r->op, "gemm")) snprintf(out, n, "%zux%zux%zu", r->M, r->N, r->K);
-    else if (!strcmp(r->op, "actquant")) snprintf(out, n, "%zux%zu", r->M, r->K);
+    if (!strcmp(r->op, "gemv") || !strcmp(r->op, "gemm") || (!strcmp(r->op, "outlier") && !strncmp(r->what, "gemm", 4)))
+        snprintf(out, n, "%zux%zux%zu", r->M, r->N, r->K);
+    else if (!strcmp(r->op, "actquant") || !strcmp(r->op, "outlier")) snprintf(out, n, "%zux%zu", r->M, r->K);
     else snprintf(out, n, "%zux%zu", r->N, r->K);
 }
 

@@ -21,7 +21,10 @@ void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n
     snprintf(r->what, sizeof r->what, "%s", c->what);
     snprintf(r->kernel, sizeof r->kernel, "%s", c->kernel_name);
     snprintf(r->tier, sizeof r->tier, "%s", qk_tier_name(c->tier));
-    snprintf(r->format, sizeof r->format, "%s", c->kind == QKB_ACTQUANT ? qk_act_rule_name(c->rule) : qk_format_name(c->format));
+    snprintf(r->format, sizeof r->format, "%s",
+             c->kind == QKB_ACTQUANT ? qk_act_rule_name(c->rule)
+             : c->kind == QKB_OUTLIER ? (c->ofam == QKB_O_GEMM_I8 ? "int8" : "f32")
+                                      : qk_format_name(c->format));
     snprintf(r->scales, sizeof r->scales, "%s", c->st == QK_SCALE_F16 ? "f16" : "f32");
     snprintf(r->cache, sizeof r->cache, "%s", c->cold ? "cold" : "warm");
     snprintf(r->level, sizeof r->level, "%s", c->level);
@@ -271,8 +274,9 @@ static void fmt_rate(char *out, size_t n, const qkb_row *r) {
 }
 
 static void fmt_shape(char *out, size_t n, const qkb_row *r) {
-    if (!strcmp(r->op, "gemv") || !strcmp(r->op, "gemm")) snprintf(out, n, "%zux%zux%zu", r->M, r->N, r->K);
-    else if (!strcmp(r->op, "actquant")) snprintf(out, n, "%zux%zu", r->M, r->K);
+    if (!strcmp(r->op, "gemv") || !strcmp(r->op, "gemm") || (!strcmp(r->op, "outlier") && !strncmp(r->what, "gemm", 4)))
+        snprintf(out, n, "%zux%zux%zu", r->M, r->N, r->K);
+    else if (!strcmp(r->op, "actquant") || !strcmp(r->op, "outlier")) snprintf(out, n, "%zux%zu", r->M, r->K);
     else snprintf(out, n, "%zux%zu", r->N, r->K);
 }
 
