@@ -400,8 +400,9 @@ static void print_cmd(FILE *f, const char *prefix, const fl_strs *a) {
 static int submit_one(fl_run *r, const char *sbatch, int t, const fl_strs *extra, const char *array, int only_missing) {
     fl_strs a = {0};
     sbatch_argv(r, sbatch, t, extra, array, &a);
-    strs_add(&a, "");
+    strs_add(&a, ""); /* room for execv's NULL */
     a.n--;
+    free(a.v[a.n]);
     a.v[a.n] = NULL;
     char *out, *errout;
     int rc = run_capture(a.v, &out, &errout);

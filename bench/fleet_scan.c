@@ -548,7 +548,7 @@ int qkf_scan_dir(const char *dir, qkf_scan *out, char *err, size_t errlen) {
     walk_scan = NULL, walk_v = NULL;
     read_manifests(dir, p, out);
     read_logs(dir, p);
-    qsort(p->att, p->natt, sizeof *p->att, attempt_cmp);
+    if (p->natt) qsort(p->att, p->natt, sizeof *p->att, attempt_cmp);
     for (size_t i = 0; i < p->natt;) {
         size_t j = i;
         while (j < p->natt && same_group(&p->att[i], &p->att[j])) j++;
