@@ -32,14 +32,8 @@ EMULATED_LINE = "EMULATED: timings are not this CPU's"
 CSV_FIELDS = [f for f in ROW_FIELDS if f != "times_s"]
 FILES = ["machine.json", "results.json", "results.csv", "summary.md", "gbench.json"]
 
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL", msg)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qkcheck import check, failures  # noqa: E402
 
 
 class Runner:

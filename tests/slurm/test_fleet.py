@@ -21,14 +21,8 @@ import subprocess
 import sys
 import time
 
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL", msg)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qkcheck import check, failures  # noqa: E402
 
 
 def run(cmd, env=None, timeout=120):
