@@ -714,6 +714,8 @@ int qkb_run_default(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
+    size_t cl = (size_t)snprintf(o.command, sizeof o.command, "qkbench"); /* argv[0] is the program, not a command */
+    for (int i = 1; i < argc && cl < sizeof o.command; i++) cl += (size_t)snprintf(o.command + cl, sizeof o.command - cl, " %s", argv[i]);
     if (o.shard.of) {
         fprintf(stderr, "qkbench: --shard and --run-id are for qkbench bench, sweep and accuracy, not the default run\n");
         return 2;

@@ -329,6 +329,67 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
                    "qkbench probe --reprobe on a quiet machine\n", md ? "\n" : "");
 }
 
+/* Tiers side by side: per configuration, the best rate of each tier and its
+ * ratio to the nearest lower tier that has a variant; a tier that is not at
+ * least 3% faster than that one is named in the last column. */
+static void tiers_table(FILE *f, const qkb_row *rows, size_t n) {
+    int present[QK_TIER_COUNT] = {0};
+    for (size_t i = 0; i < n; i++)
+        for (int t = 0; t < QK_TIER_COUNT; t++)
+            if (!strcmp(rows[i].tier, qk_tier_name((qk_tier)t))) present[t] = 1;
+    fprintf(f, "## Tiers side by side\n\nEach tier's best variant per configuration (rate, and × over the nearest lower tier that has one; "
+               "— where the family list has no variant of that tier). The last column names a tier that is not at least 3%% faster "
+               "than the tier below it.\n\n| op | mode | format | g | shape | threads | cache |");
+    for (int t = 0; t < QK_TIER_COUNT; t++)
+        if (present[t]) fprintf(f, " %s |", qk_tier_name((qk_tier)t));
+    fprintf(f, " not faster than the tier below |\n|---|---|---|---|---|---|---|");
+    for (int t = 0; t < QK_TIER_COUNT; t++)
+        if (present[t]) fprintf(f, "---|");
+    fprintf(f, "---|\n");
+    char *done = calloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n && done; i++) {
+        if (done[i]) continue;
+        const qkb_row *best[QK_TIER_COUNT] = {0};
+        for (size_t j = i; j < n; j++) {
+            if (!same_config(&rows[i], &rows[j])) continue;
+            done[j] = 1;
+            for (int t = 0; t < QK_TIER_COUNT; t++)
+                if (!strcmp(rows[j].tier, qk_tier_name((qk_tier)t)) && rows[j].median_s > 0 &&
+                    (!best[t] || rows[j].median_s < best[t]->median_s))
+                    best[t] = &rows[j];
+        }
+        const qkb_row *r = &rows[i];
+        char shape[48], slow[256] = "";
+        fmt_shape(shape, sizeof shape, r);
+        fprintf(f, "| %s | %s | %s | %zu | %s | %d | %s |", r->op, strcmp(r->what, r->format) ? r->what : "", r->format, r->group, shape,
+                r->threads, r->cache);
+        const qkb_row *below = NULL;
+        size_t sl = 0;
+        for (int t = 0; t < QK_TIER_COUNT; t++) {
+            if (!present[t]) continue;
+            const qkb_row *b = best[t];
+            if (!b) {
+                fprintf(f, " — |");
+                continue;
+            }
+            char rate[32];
+            fmt_rate(rate, sizeof rate, b);
+            if (below) {
+                double x = below->median_s / b->median_s;
+                fprintf(f, " %s (%.2f×) |", rate, x);
+                if (x < 1.03 && sl < sizeof slow)
+                    sl += (size_t)snprintf(slow + sl, sizeof slow - sl, "%s%s %.2f× %s", sl ? "; " : "", b->tier, x, below->tier);
+            } else {
+                fprintf(f, " %s |", rate);
+            }
+            below = b;
+        }
+        fprintf(f, " %s |\n", slow);
+    }
+    free(done);
+    fprintf(f, "\n");
+}
+
 int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *l, const qkb_row *rows, size_t n,
                       const qkb_skip *skips, size_t nskip, const char *extra_md, char *err, size_t errlen) {
     char *text = NULL;
@@ -371,6 +432,8 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     fprintf(f, "## Best variant per op and mode\n\nroofline = min(peak ops of the tier, bandwidth of the level the working set lives in × "
                "arithmetic intensity); the %% is the measured rate over it.\n\n");
     qkb_rows_table(f, rows, n, 1);
+    fprintf(f, "\n");
+    tiers_table(f, rows, n);
     if (extra_md && *extra_md) fprintf(f, "\n%s\n", extra_md);
     fprintf(f, "\n## All rows (%zu)\n\n| name | median | spread | GOP/s | GB/s | bpw | level | %% of roofline | bound | vs scalar |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n",

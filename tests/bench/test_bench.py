@@ -130,7 +130,38 @@ def check_results_dir(d, interrupted=False):
     with open(os.path.join(d, "summary.md")) as f:
         s = f.read()
     check("Best variant per op and mode" in s, "summary.md has no compact table")
+    check_tiers_table(s, rows)
     return res
+
+
+def check_tiers_table(summary, rows):
+    """The 'Tiers side by side' table: one line per configuration, each tier's ratio
+    to the nearest lower tier recomputed from the rows, slow tiers named."""
+    if not check("## Tiers side by side" in summary, "summary.md has no tiers table"):
+        return
+    part = summary.split("## Tiers side by side", 1)[1].split("\n## ", 1)[0]
+    lines = [l for l in part.splitlines() if l.startswith("| ") and not l.startswith("| op ")]
+    head = [c.strip() for c in part.split("| op |", 1)[1].splitlines()[0].split("|")][:-1]
+    tiers = head[6:-1]  # after op, mode, format, g, shape, threads, cache
+    order = ["scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "neon", "neondot", "neoni8mm"]
+    check(tiers == [t for t in order if any(r["tier"] == t for r in rows)], "tiers table columns %s" % tiers)
+    key = lambda r: (r["op"], r["what"], r["format"], r["scales"], r["cache"], r["group"], r["M"], r["N"], r["K"], r["threads"])
+    configs = {}
+    for r in rows:
+        b = configs.setdefault(key(r), {})
+        if r["tier"] not in b or r["median_s"] < b[r["tier"]]:
+            b[r["tier"]] = r["median_s"]
+    check(len(lines) == len(configs), "tiers table has %d lines for %d configurations" % (len(lines), len(configs)))
+    slow = 0
+    for b in configs.values():
+        below = None
+        for t in tiers:
+            if t in b:
+                if below is not None and below / b[t] < 1.03:
+                    slow += 1
+                below = b[t]
+    named = sum(l.rsplit("|", 2)[1].count("×") for l in lines)
+    check(named == slow, "tiers table names %d slow tiers, the rows have %d" % (named, slow))
 
 
 # ---- tests ----
