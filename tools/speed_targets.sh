@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The x86 speed targets (issue 3 / DESIGN §7) on this machine, in three qkbench
+# bench runs, each writing its own results folder (summary.md has the best
+# variant per op and mode with its % of roofline, and the tiers side by side):
+#   decode   gemv 1x4096x14336 and 1x14336x4096, weights in DRAM (cold), 1 and all cores
+#   prefill  gemm M = 64 and 512 on the same weights, 1 thread, every SIMD tier
+#   convert  quantize / dequantize 1024x4096 from DRAM (cold) and 16x4096 from L2 (warm),
+#            on g = 32, 128 and K (per channel)
+# Build first (tools/run.sh builds the release preset). Extra arguments go to every run
+# (e.g. --reps 3, --results DIR). Takes about 10 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+q=build/release/bench/qkbench
+[ -x "$q" ] || { echo "speed_targets: build first (cmake --preset release && cmake --build --preset release)" >&2; exit 2; }
+simd='__(avx2|avxvnni|avx512|avx512vnni)$'
+"$q" bench --quiet --shape 4096x14336 --shape 14336x4096 --group 32,128 --threads 1,2 --cache cold \
+    --filter '^gemv/' "$@"
+"$q" bench --quiet --shape 64x4096x14336 --shape 512x4096x14336 --shape 64x14336x4096 --shape 512x14336x4096 \
+    --group 32,128 --threads 1 --cache warm --filter "^gemm/.*$simd" "$@"
+"$q" bench --quiet --shape 1024x4096 --shape 16x4096 --group 32,128,K --threads 1 --cache both \
+    --filter '^(quantize|dequantize)/' "$@"
