@@ -26,7 +26,8 @@ QK_GINLINE size_t a32_tile_bytes(const qk_qmat *w) { return a32_code_bytes(w) + 
 static size_t a32_pack_size(const qk_qmat *w) { return (w->rows + A32_NR - 1) / A32_NR * a32_tile_bytes(w); }
 static size_t a32_packed_offset(const qk_qmat *w, size_t n0) { return n0 / A32_NR * a32_tile_bytes(w); }
 
-static void a32_pack(const qk_qmat *w, void *packed) {
+/* Any K, element by element (the shapes a32_pack's fast path does not take). */
+static void a32_pack_generic(const qk_qmat *w, void *packed) {
     const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, tb = a32_tile_bytes(w), cb = a32_code_bytes(w);
     const int eight = w->format == QK_W8S || w->format == QK_Q8_0;
     enum { KC = 256 };
@@ -61,6 +62,96 @@ static void a32_pack(const qk_qmat *w, void *packed) {
                 sb[(2 * j) * A32_NR + i] = s;
                 sb[(2 * j + 1) * A32_NR + i] = b;
             }
+    }
+}
+
+/* S and B of the tile of rows n0..n0+rows-1 as [ng][2][16] (zero for the
+ * padding rows): 8 rows × 8 groups per transpose. */
+static void a32_pack_scales(const qk_qmat *w, size_t n0, size_t rows, float *sb) {
+    const size_t ng = w->cols / w->group;
+    const int eight = w->format == QK_W8S || w->format == QK_Q8_0, q = w->format == QK_Q4_0 || w->format == QK_Q8_0;
+    size_t j0 = 0;
+    if (!q)
+        for (; j0 + 8 <= ng; j0 += 8)
+            for (size_t c0 = 0; c0 < A32_NR; c0 += 8) {
+                const size_t live = c0 < rows ? rows - c0 : 0;
+                const __m256 lm = _mm256_castsi256_ps(
+                    _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(live < 8 ? live : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+                __m256 s[8], b[8];
+                qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, s);
+                if (w->format == QK_W4A) qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, b);
+                else /* -8·s on the real rows (-0 for s = 0, as a32_pack_generic), +0 on padding */
+                    for (size_t jj = 0; jj < 8; jj++) b[jj] = eight ? _mm256_setzero_ps() : _mm256_and_ps(_mm256_mul_ps(s[jj], _mm256_set1_ps(-8.0f)), lm);
+                for (size_t jj = 0; jj < 8; jj++) {
+                    _mm256_storeu_ps(sb + (2 * (j0 + jj)) * A32_NR + c0, s[jj]);
+                    _mm256_storeu_ps(sb + (2 * (j0 + jj) + 1) * A32_NR + c0, b[jj]);
+                }
+            }
+    for (size_t j = j0; j < ng; j++)
+        for (size_t i = 0; i < A32_NR; i++) {
+            const size_t n = n0 + i;
+            float s = 0.0f, b = 0.0f;
+            if (i < rows) {
+                s = gemm_scale_of(w, n, j);
+                if (w->format == QK_W4A) b = qk_load_scale(w->mins, n * ng + j, w->scale_type);
+                else if (!eight) b = -8.0f * s;
+            }
+            sb[(2 * j) * A32_NR + i] = s;
+            sb[(2 * j + 1) * A32_NR + i] = b;
+        }
+}
+
+/* K % 32 == 0: 32 k of the 16 rows straight from the plain layout per step,
+ * one 16x16 byte transpose per 16 k of 8-bit codes; 4-bit rows i and i+8
+ * merged nibble-wise first, then k 0-15 and 16-31 of the 8 merged rows
+ * transposed together. */
+static void a32_pack(const qk_qmat *w, void *packed) {
+    const size_t N = w->rows, K = w->cols, tb = a32_tile_bytes(w), cb = a32_code_bytes(w), rb = w->row_bytes;
+    const qk_format f = w->format;
+    const int eight = f == QK_W8S || f == QK_Q8_0;
+    if (K % 32 != 0) {
+        a32_pack_generic(w, packed);
+        return;
+    }
+    const __m128i m4 = _mm_set1_epi8(15), mh = _mm_set1_epi8((char)0xF0);
+    for (size_t t = 0; t * A32_NR < N; t++) {
+        uint8_t *tile = (uint8_t *)packed + t * tb;
+        const size_t rows = N - t * A32_NR < A32_NR ? N - t * A32_NR : A32_NR;
+        const uint8_t *base = w->codes + t * A32_NR * rb;
+        for (size_t kb = 0; kb < K; kb += 32) {
+            __m128i r[16], o[16];
+            if (eight) {
+                for (size_t h = 0; h < 2; h++) {
+                    for (size_t i = 0; i < A32_NR; i++) {
+                        const uint8_t *row = base + i * rb;
+                        const uint8_t *src = (f == QK_Q8_0 ? row + kb / 32 * QK_Q8_0_BYTES + 2 : row + kb) + 16 * h;
+                        r[i] = i < rows ? _mm_loadu_si128((const __m128i *)src) : _mm_setzero_si128();
+                    }
+                    qk_pk_tr16x16_epi8(r, o);
+                    for (size_t k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(tile + (kb + 16 * h + k) * A32_NR), o[k]);
+                }
+            } else {
+                __m128i p[A32_NR]; /* the 32 codes of each row in the plain nibble order */
+                for (size_t i = 0; i < A32_NR; i++) {
+                    const uint8_t *row = base + i * rb;
+                    if (i >= rows) p[i] = _mm_setzero_si128();
+                    else if (f == QK_Q4_0) p[i] = qk_pk_q4_0_plain(row + kb / 32 * QK_Q4_0_BYTES + 2);
+                    else p[i] = _mm_loadu_si128((const __m128i *)(row + kb / 2));
+                }
+                for (size_t i = 0; i < 8; i++) { /* byte k: code k of row i | code k of row i+8 << 4 */
+                    const __m128i ev = _mm_or_si128(_mm_and_si128(p[i], m4), _mm_slli_epi16(_mm_and_si128(p[i + 8], m4), 4));
+                    const __m128i od = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(p[i], 4), m4), _mm_and_si128(p[i + 8], mh));
+                    r[i] = _mm_unpacklo_epi8(ev, od);     /* k 0..15 */
+                    r[8 + i] = _mm_unpackhi_epi8(ev, od); /* k 16..31 */
+                }
+                qk_pk_tr16x16_epi8(r, o); /* o[k]: bytes 0-7 = k, 8-15 = k+16 */
+                for (size_t k = 0; k < 16; k += 2) {
+                    _mm_storeu_si128((__m128i *)(tile + (kb + k) * 8), _mm_unpacklo_epi64(o[k], o[k + 1]));
+                    _mm_storeu_si128((__m128i *)(tile + (kb + 16 + k) * 8), _mm_unpackhi_epi64(o[k], o[k + 1]));
+                }
+            }
+        }
+        a32_pack_scales(w, t * A32_NR, rows, (float *)(tile + cb));
     }
 }
 

@@ -33,6 +33,7 @@
 #define QK_GEMM_INT_IMPL_H
 
 #include "x86/avx2/avx2_common.h"
+#include "x86/avx2/gemm_pack_impl.h"
 
 #define QK_GEMM_MR 4
 #define QK_GEMM_NR 16
@@ -71,6 +72,12 @@ static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t 
         break;
     case QK_W8S: memcpy(out, row + k0, cnt); break;
     case QK_Q4_0:
+        if (k0 % 32 == 0)
+            for (; i + 32 <= cnt; i += 32) { /* elements 0..15 low nibbles, 16..31 high */
+                const __m128i v = _mm_loadu_si128((const __m128i *)(row + (k0 + i) / 32 * QK_Q4_0_BYTES + 2)), m4 = _mm_set1_epi8(15);
+                _mm_storeu_si128((__m128i *)(out + i), _mm_and_si128(v, m4));
+                _mm_storeu_si128((__m128i *)(out + i + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+            }
         for (; i < cnt; i++) {
             const size_t k = k0 + i, j = k % 32;
             const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
@@ -78,55 +85,152 @@ static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t 
         }
         break;
     default:
+        if (k0 % 32 == 0)
+            for (; i + 32 <= cnt; i += 32) memcpy(out + i, row + (k0 + i) / 32 * QK_Q8_0_BYTES + 2, 32);
         for (; i < cnt; i++) out[i] = (int8_t)row[((k0 + i) / 32) * QK_Q8_0_BYTES + 2 + (k0 + i) % 32];
         break;
     }
 }
 
 static inline float gemm_scale_of(const qk_qmat *w, size_t n, size_t j) {
-    if (w->format == QK_Q4_0) return qk_h2f(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q4_0_BYTES));
-    if (w->format == QK_Q8_0) return qk_h2f(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q8_0_BYTES));
+    /* F16C's conversion, bit for bit qk_h2f's (NaNs made quiet alike) */
+    if (w->format == QK_Q4_0) return _cvtsh_ss(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q4_0_BYTES));
+    if (w->format == QK_Q8_0) return _cvtsh_ss(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q8_0_BYTES));
     return qk_load_scale(w->scales, n * (w->cols / w->group) + j, w->scale_type);
 }
 
+/* Scales (and w4a offsets) of the tile of rows n0..n0+rows-1 as [ng][16]
+ * (zero for the padding rows): 8 rows × 8 groups per transpose. */
+static inline void gemm_pack_scales(const qk_qmat *w, size_t n0, size_t rows, float *sc, float *mn) {
+    const size_t ng = w->cols / w->group;
+    size_t j0 = 0;
+    if (w->format != QK_Q4_0 && w->format != QK_Q8_0)
+        for (; j0 + 8 <= ng; j0 += 8)
+            for (size_t c0 = 0; c0 < QK_GEMM_NR; c0 += 8) {
+                const size_t live = c0 < rows ? rows - c0 : 0;
+                __m256 v[8];
+                qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, v);
+                for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps(sc + (j0 + jj) * QK_GEMM_NR + c0, v[jj]);
+                if (w->format == QK_W4A) {
+                    qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, v);
+                    for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps(mn + (j0 + jj) * QK_GEMM_NR + c0, v[jj]);
+                }
+            }
+    for (size_t j = j0; j < ng; j++)
+        for (size_t i = 0; i < QK_GEMM_NR; i++) {
+            const size_t n = n0 + i;
+            sc[j * QK_GEMM_NR + i] = i < rows ? gemm_scale_of(w, n, j) : 0.0f;
+            if (w->format == QK_W4A) mn[j * QK_GEMM_NR + i] = i < rows ? qk_load_scale(w->mins, n * ng + j, w->scale_type) : 0.0f;
+        }
+}
+
+/* K % 32 == 0: 32 k of the 16 rows straight from the plain layout per step
+ * (4-bit rows i and i+8 merged nibble-wise into the U4Q bytes), eight quads
+ * per 8x8 dword transpose of 8 rows. */
+static inline void gemm_pack_k32(const qk_qmat *w, void *packed, gemm_layout L) {
+    const size_t N = w->rows, K = w->cols, ng = K / w->group, rb = w->row_bytes;
+    const size_t tb = gemm_tile_bytes(w, L), cb = gemm_code_bytes(L, K), qb = L == GL_U4Q ? 32 : 64;
+    const qk_format f = w->format;
+    const __m256i x80 = _mm256_set1_epi8((char)0x80);
+    const __m256i s8t = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
+                                         13, 15);
+    const __m128i m4 = _mm_set1_epi8(15), mh = _mm_set1_epi8((char)0xF0);
+    for (size_t t = 0; t * QK_GEMM_NR < N; t++) {
+        uint8_t *tile = (uint8_t *)packed + t * tb;
+        const size_t rows = N - t * QK_GEMM_NR < QK_GEMM_NR ? N - t * QK_GEMM_NR : QK_GEMM_NR;
+        const uint8_t *base = w->codes + t * QK_GEMM_NR * rb;
+        for (size_t kb = 0; kb < K; kb += 32) {
+            uint8_t *dst = tile + kb / 4 * qb;
+            if (L == GL_U4Q) {
+                __m128i p[QK_GEMM_NR]; /* the 32 codes of each row in the plain nibble order */
+                for (size_t i = 0; i < QK_GEMM_NR; i++) {
+                    const uint8_t *row = base + i * rb;
+                    if (i >= rows) p[i] = _mm_setzero_si128();
+                    else if (f == QK_Q4_0) p[i] = qk_pk_q4_0_plain(row + kb / 32 * QK_Q4_0_BYTES + 2);
+                    else p[i] = _mm_loadu_si128((const __m128i *)(row + kb / 2));
+                }
+                __m256i r[8];
+                for (size_t i = 0; i < 8; i++) { /* byte k: code k of row i | code k of row i+8 << 4 */
+                    const __m128i ev = _mm_or_si128(_mm_and_si128(p[i], m4), _mm_slli_epi16(_mm_and_si128(p[i + 8], m4), 4));
+                    const __m128i od = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(p[i], 4), m4), _mm_and_si128(p[i + 8], mh));
+                    r[i] = _mm256_set_m128i(_mm_unpackhi_epi8(ev, od), _mm_unpacklo_epi8(ev, od));
+                }
+                qk_pk_tr8x8_epi32(r);
+                for (size_t d = 0; d < 8; d++) _mm256_storeu_si256((__m256i *)(dst + d * qb), r[d]);
+            } else {
+                for (size_t h = 0; h < 2; h++) {
+                    __m256i r[8];
+                    for (size_t i = 0; i < 8; i++) {
+                        const uint8_t *row = base + (8 * h + i) * rb;
+                        const uint8_t *src = f == QK_Q8_0 ? row + kb / 32 * QK_Q8_0_BYTES + 2 : row + kb;
+                        r[i] = 8 * h + i < rows ? _mm256_loadu_si256((const __m256i *)src) : _mm256_setzero_si256();
+                        if (L == GL_S8Q) r[i] = _mm256_xor_si256(r[i], x80);
+                    }
+                    qk_pk_tr8x8_epi32(r); /* r[d]: quad kb/4+d, dword i = row 8h+i */
+                    for (size_t d = 0; d < 8; d++) {
+                        __m256i v = r[d];
+                        if (L == GL_S8T) /* (k, k+2) pairs of rows 0-7, then (k+1, k+3) pairs */
+                            v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, s8t), 0xD8);
+                        _mm256_storeu_si256((__m256i *)(dst + d * qb + 32 * h), v);
+                    }
+                }
+            }
+        }
+        float *sc = (float *)(tile + cb);
+        gemm_pack_scales(w, t * QK_GEMM_NR, rows, sc, sc + ng * QK_GEMM_NR);
+    }
+}
+
+/* Any K: decodes 16 rows × 256 k into bytes (zero past K and past the last row),
+ * then turns them into quads eight at a time with one 8x8 dword transpose
+ * per 8 rows. */
 static inline void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
-    const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, nq = gemm_quads(K);
-    const size_t tb = gemm_tile_bytes(w, L), cb = gemm_code_bytes(L, K);
+    const size_t N = w->rows, K = w->cols, ng = K / w->group, nq = gemm_quads(K);
+    const size_t tb = gemm_tile_bytes(w, L), cb = gemm_code_bytes(L, K), qb = L == GL_U4Q ? 32 : 64;
+    if (K % 32 == 0) {
+        gemm_pack_k32(w, packed, L);
+        return;
+    }
     enum { KC = 256 };
-    int8_t c[QK_GEMM_NR][KC];
+    _Alignas(32) int8_t c[QK_GEMM_NR][KC];
+    const __m256i x80 = _mm256_set1_epi8((char)0x80);
+    const __m256i s8t = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
+                                         13, 15);
     for (size_t t = 0; t * QK_GEMM_NR < N; t++) {
         uint8_t *tile = (uint8_t *)packed + t * tb;
         const size_t rows = N - t * QK_GEMM_NR < QK_GEMM_NR ? N - t * QK_GEMM_NR : QK_GEMM_NR;
         for (size_t k0 = 0; k0 < nq * 4; k0 += KC) {
             const size_t cnt = nq * 4 - k0 < KC ? nq * 4 - k0 : KC, real = K > k0 ? (K - k0 < cnt ? K - k0 : cnt) : 0;
+            const size_t pad = (cnt + 31) & ~(size_t)31;
             for (size_t i = 0; i < QK_GEMM_NR; i++) {
-                memset(c[i], 0, cnt);
-                if (i < rows) gemm_row_codes(w, t * QK_GEMM_NR + i, k0, real, c[i]);
+                const size_t have = i < rows ? real : 0;
+                if (have) gemm_row_codes(w, t * QK_GEMM_NR + i, k0, have, c[i]);
+                if (have < pad) memset(c[i] + have, 0, pad - have);
             }
-            for (size_t q = 0; q < cnt / 4; q++) {
-                uint8_t *dst = tile + (k0 / 4 + q) * (L == GL_U4Q ? 32 : 64);
-                for (size_t i = 0; i < 8; i++)
-                    for (size_t e = 0; e < 4; e++) {
-                        const int8_t lo = c[i][4 * q + e], hi = c[i + 8][4 * q + e];
-                        if (L == GL_U4Q) dst[4 * i + e] = (uint8_t)(lo | hi << 4);
-                        else if (L == GL_S8Q) {
-                            dst[4 * i + e] = (uint8_t)(lo ^ 0x80);
-                            dst[32 + 4 * i + e] = (uint8_t)(hi ^ 0x80);
-                        } else { /* S8T: e = 0,2 -> pair A, e = 1,3 -> pair B */
-                            const size_t pos = (e & 1) * 16 + 2 * i + (e >> 1);
-                            dst[pos] = (uint8_t)lo;
-                            dst[32 + pos] = (uint8_t)hi;
-                        }
+            for (size_t q0 = 0; q0 < cnt / 4; q0 += 8) {
+                const size_t nst = cnt / 4 - q0 < 8 ? cnt / 4 - q0 : 8;
+                uint8_t *dst = tile + (k0 / 4 + q0) * qb;
+                for (size_t h = 0; h < (L == GL_U4Q ? 1u : 2u); h++) {
+                    __m256i r[8];
+                    for (size_t i = 0; i < 8; i++) {
+                        const __m256i lo = _mm256_load_si256((const __m256i *)(c[8 * h + i] + 4 * q0));
+                        if (L == GL_U4Q) /* codes <= 15: the 16-bit shift keeps each byte in place */
+                            r[i] = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_load_si256((const __m256i *)(c[i + 8] + 4 * q0)), 4));
+                        else if (L == GL_S8Q) r[i] = _mm256_xor_si256(lo, x80);
+                        else r[i] = lo;
                     }
+                    qk_pk_tr8x8_epi32(r); /* r[d]: quad q0+d, dword i = row 8h+i */
+                    for (size_t d = 0; d < nst; d++) {
+                        __m256i v = r[d];
+                        if (L == GL_S8T) /* (k, k+2) pairs of rows 0-7, then (k+1, k+3) pairs */
+                            v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, s8t), 0xD8);
+                        _mm256_storeu_si256((__m256i *)(dst + d * qb + 32 * h), v);
+                    }
+                }
             }
         }
-        float *sc = (float *)(tile + cb), *mn = sc + ng * QK_GEMM_NR;
-        for (size_t j = 0; j < ng; j++)
-            for (size_t i = 0; i < QK_GEMM_NR; i++) {
-                const size_t n = t * QK_GEMM_NR + i;
-                sc[j * QK_GEMM_NR + i] = i < rows ? gemm_scale_of(w, n, j) : 0.0f;
-                if (w->format == QK_W4A) mn[j * QK_GEMM_NR + i] = i < rows ? qk_load_scale(w->mins, n * ng + j, w->scale_type) : 0.0f;
-            }
+        float *sc = (float *)(tile + cb);
+        gemm_pack_scales(w, t * QK_GEMM_NR, rows, sc, sc + ng * QK_GEMM_NR);
     }
 }
 

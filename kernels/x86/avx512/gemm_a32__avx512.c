@@ -20,6 +20,7 @@
  * K is walked in slices (whole groups, or pieces of one long group) whose
  * tile weights stay in L1 while every row tile of X passes over them. */
 #include "x86/avx512/avx512_common.h"
+#include "x86/avx2/gemm_pack_impl.h"
 
 #define QK_INLINE static inline __attribute__((always_inline))
 #define GA_UNROLL _Pragma("GCC unroll 16")
@@ -52,7 +53,9 @@ static inline unsigned ga_code(ga_fmt f, const qk_qmat *w, size_t n, size_t k) {
     }
 }
 
-static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
+/* Any group size, element by element: the shapes the fast path below does not
+ * take (4-bit g % 32 != 0, 8-bit g % 16 != 0, i.e. g = K with K off those). */
+static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
     size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, gb = ga_group_bytes(f, g), cb = ga_code_bytes(f, g);
     uint8_t *out = (uint8_t *)packed;
     for (size_t n0 = 0; n0 < N; n0 += GA_NR) {
@@ -84,6 +87,89 @@ static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
             }
         }
         out += ng * gb;
+    }
+}
+
+/* The layout above as whole-register transposes: 4-bit codes (g % 32 == 0)
+ * in 8 columns × 4 dwords (4 chunks) of plain bytes at a time (a q4_0 block
+ * first turned into the plain nibble order), 8-bit codes (g % 16 == 0) in
+ * 16 columns × 16 k; scales (and offsets) column by column. Columns past N
+ * read as zero. */
+static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
+    const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, gb = ga_group_bytes(f, g), cb = ga_code_bytes(f, g);
+    if (ga_bits(f) == 4 ? g % 32 != 0 : g % 16 != 0) {
+        ga_pack_generic(f, w, packed);
+        return;
+    }
+    const size_t rb = w->row_bytes;
+    const int q = f == GA_Q4_0 || f == GA_Q8_0;
+    uint8_t *out = (uint8_t *)packed;
+    for (size_t n0 = 0; n0 < N; n0 += GA_NR, out += ng * gb) {
+        const size_t rows = N - n0 < GA_NR ? N - n0 : GA_NR;
+        const uint8_t *base = w->codes + n0 * rb;
+        if (ga_bits(f) == 4) {
+            for (size_t c0 = 0; c0 < GA_NR; c0 += 8)
+                for (size_t j = 0; j < ng; j++)
+                    for (size_t ch = 0; ch < g / 8; ch += 4) {
+                        __m128i r[8];
+                        for (size_t i = 0; i < 8; i++) {
+                            const uint8_t *row = base + (c0 + i) * rb;
+                            if (c0 + i >= rows) r[i] = _mm_setzero_si128();
+                            else if (f == GA_Q4_0) r[i] = qk_pk_q4_0_plain(row + j * QK_Q4_0_BYTES + 2);
+                            else r[i] = _mm_loadu_si128((const __m128i *)(row + (j * g + 8 * ch) / 2));
+                        }
+                        uint8_t *d = out + j * gb + (ch * GA_NR + c0) * 4;
+                        for (size_t h = 0; h < 2; h++) { /* rows 4h..4h+3: a 4x4 dword transpose */
+                            const __m128i t0 = _mm_unpacklo_epi32(r[4 * h], r[4 * h + 1]), t1 = _mm_unpackhi_epi32(r[4 * h], r[4 * h + 1]);
+                            const __m128i t2 = _mm_unpacklo_epi32(r[4 * h + 2], r[4 * h + 3]), t3 = _mm_unpackhi_epi32(r[4 * h + 2], r[4 * h + 3]);
+                            _mm_storeu_si128((__m128i *)(d + 16 * h), _mm_unpacklo_epi64(t0, t2));
+                            _mm_storeu_si128((__m128i *)(d + 16 * h + GA_NR * 4), _mm_unpackhi_epi64(t0, t2));
+                            _mm_storeu_si128((__m128i *)(d + 16 * h + GA_NR * 8), _mm_unpacklo_epi64(t1, t3));
+                            _mm_storeu_si128((__m128i *)(d + 16 * h + GA_NR * 12), _mm_unpackhi_epi64(t1, t3));
+                        }
+                    }
+        } else {
+            for (size_t b = 0; b < GA_NB; b++)
+                for (size_t j = 0; j < ng; j++)
+                    for (size_t i0 = 0; i0 < g; i0 += 16) {
+                        __m128i r[16], t[16];
+                        for (size_t l = 0; l < 16; l++) {
+                            const uint8_t *row = base + (16 * b + l) * rb;
+                            const uint8_t *src = q ? row + j * QK_Q8_0_BYTES + 2 + i0 : row + j * g + i0;
+                            r[l] = 16 * b + l < rows ? _mm_loadu_si128((const __m128i *)src) : _mm_setzero_si128();
+                        }
+                        qk_pk_tr16x16_epi8(r, t);
+                        uint8_t *d = out + j * gb + (i0 * GA_NB + b) * 16;
+                        for (size_t k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(d + k * GA_NB * 16), t[k]);
+                    }
+        }
+        size_t j0 = 0;
+        if (!q) /* 8 columns × 8 groups at a time */
+            for (; j0 + 8 <= ng; j0 += 8)
+                for (size_t c0 = 0; c0 < GA_NR; c0 += 8) {
+                    const size_t live = c0 < rows ? rows - c0 : 0;
+                    __m256 v[8];
+                    qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, v);
+                    for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps((float *)(out + (j0 + jj) * gb + cb) + c0, v[jj]);
+                    if (f == GA_W4A) {
+                        qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, v);
+                        for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps((float *)(out + (j0 + jj) * gb + cb) + GA_NR + c0, v[jj]);
+                    }
+                }
+        for (size_t j = j0; j < ng; j++) {
+            float *sc = (float *)(out + j * gb + cb), *mn = sc + GA_NR;
+            for (size_t c = 0; c < GA_NR; c++) {
+                float s = 0.0f, m = 0.0f;
+                if (c < rows) {
+                    const size_t n = n0 + c;
+                    if (q) s = _cvtsh_ss(qk_rd16(w->codes + n * rb + j * (f == GA_Q4_0 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES))); /* = qk_h2f */
+                    else s = qk_load_scale(w->scales, n * ng + j, w->scale_type);
+                    if (f == GA_W4A) m = qk_load_scale(w->mins, n * ng + j, w->scale_type);
+                }
+                sc[c] = s;
+                if (f == GA_W4A) mn[c] = m;
+            }
+        }
     }
 }
 

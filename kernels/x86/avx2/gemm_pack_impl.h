@@ -1,0 +1,82 @@
+/// Register transposes shared by the pack functions of the x86 gemm kernels
+/// (avx2, avxvnni and avx512 tiers; AVX2 + F16C only). Packing turns rows of
+/// the plain layout into tile-interleaved columns: whole-register transposes
+/// instead of byte-by-byte stores.
+#ifndef QK_GEMM_PACK_IMPL_H
+#define QK_GEMM_PACK_IMPL_H
+
+#if !defined(__AVX2__) || !defined(__F16C__)
+#error "gemm_pack_impl.h needs AVX2 and F16C"
+#endif
+
+#include <immintrin.h>
+
+#include "internal.h"
+
+#define QK_PK_INLINE static inline __attribute__((always_inline))
+
+/// Transpose 16 rows of 16 bytes: out[k] byte i = in[i] byte k.
+QK_PK_INLINE void qk_pk_tr16x16_epi8(const __m128i in[16], __m128i out[16]) {
+    __m128i b[16], c[16], d[16];
+    for (int p = 0; p < 8; p++) { /* b[2p+h]: rows 2p, 2p+1 at columns 8h..8h+7, a word each */
+        b[2 * p] = _mm_unpacklo_epi8(in[2 * p], in[2 * p + 1]);
+        b[2 * p + 1] = _mm_unpackhi_epi8(in[2 * p], in[2 * p + 1]);
+    }
+    for (int q = 0; q < 4; q++) /* c[4q+u]: rows 4q..4q+3 at columns 4u..4u+3, a dword each */
+        for (int h = 0; h < 2; h++) {
+            c[4 * q + 2 * h] = _mm_unpacklo_epi16(b[4 * q + h], b[4 * q + 2 + h]);
+            c[4 * q + 2 * h + 1] = _mm_unpackhi_epi16(b[4 * q + h], b[4 * q + 2 + h]);
+        }
+    for (int o = 0; o < 2; o++) /* d[8o+v]: rows 8o..8o+7 at columns 2v, 2v+1, a qword each */
+        for (int u = 0; u < 4; u++) {
+            d[8 * o + 2 * u] = _mm_unpacklo_epi32(c[8 * o + u], c[8 * o + 4 + u]);
+            d[8 * o + 2 * u + 1] = _mm_unpackhi_epi32(c[8 * o + u], c[8 * o + 4 + u]);
+        }
+    for (int v = 0; v < 8; v++) {
+        out[2 * v] = _mm_unpacklo_epi64(d[v], d[8 + v]);
+        out[2 * v + 1] = _mm_unpackhi_epi64(d[v], d[8 + v]);
+    }
+}
+
+/// Transpose 8 rows of 8 dwords in place: r[d] dword i = old r[i] dword d.
+QK_PK_INLINE void qk_pk_tr8x8_epi32(__m256i r[8]) {
+    __m256i t[8], u[8];
+    for (int h = 0; h < 2; h++) { /* rows 4h..4h+3 */
+        t[4 * h] = _mm256_unpacklo_epi32(r[4 * h], r[4 * h + 1]);
+        t[4 * h + 1] = _mm256_unpackhi_epi32(r[4 * h], r[4 * h + 1]);
+        t[4 * h + 2] = _mm256_unpacklo_epi32(r[4 * h + 2], r[4 * h + 3]);
+        t[4 * h + 3] = _mm256_unpackhi_epi32(r[4 * h + 2], r[4 * h + 3]);
+        u[4 * h] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);     /* dwords 0 | 4 of the 4 rows */
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]); /* 1 | 5 */
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]); /* 2 | 6 */
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]); /* 3 | 7 */
+    }
+    for (int d = 0; d < 4; d++) {
+        r[d] = _mm256_permute2x128_si256(u[d], u[4 + d], 0x20);
+        r[d + 4] = _mm256_permute2x128_si256(u[d], u[4 + d], 0x31);
+    }
+}
+
+/// Scales (f32 or f16 storage, row-major [rows][ng]) of rows n0..n0+7 and
+/// groups j0..j0+7 as f32: out[jj] lane i = value (n0+i, j0+jj), 0 for
+/// i >= nrows. The f16 conversion is F16C's, which qk_h2f matches bit for bit.
+QK_PK_INLINE void qk_pk_scales8x8(const void *p, qk_scale_type st, size_t ng, size_t n0, size_t nrows, size_t j0, __m256 out[8]) {
+    __m256i r[8];
+    for (size_t i = 0; i < 8; i++) {
+        const size_t at = (n0 + i) * ng + j0;
+        if (i >= nrows) r[i] = _mm256_setzero_si256();
+        else if (st == QK_SCALE_F16) r[i] = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + at))));
+        else r[i] = _mm256_loadu_si256((const __m256i *)((const float *)p + at));
+    }
+    qk_pk_tr8x8_epi32(r);
+    for (int d = 0; d < 8; d++) out[d] = _mm256_castsi256_ps(r[d]);
+}
+
+/// 16 bytes of a q4_0 block's nibbles (element j low, j+16 high) in the plain
+/// order (element 2i low, 2i+1 high of byte i).
+QK_PK_INLINE __m128i qk_pk_q4_0_plain(const uint8_t *qs) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(15), w = _mm_set1_epi16(0x1001);
+    return _mm_packus_epi16(_mm_maddubs_epi16(_mm_and_si128(v, m4), w), _mm_maddubs_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), m4), w));
+}
+
+#endif
