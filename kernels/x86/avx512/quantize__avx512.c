@@ -99,9 +99,9 @@ static void sym_general(const float *const *p, size_t n, size_t g, int w8, const
     }
 }
 
-/* 16 groups of a fixed g (a multiple of 32, <= 256). */
-QK_INLINE void sym_fast(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, int *bad) {
-    const float qmax = w8 ? 127.0f : 7.0f;
+/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): absmax,
+ * scales stored, inverse scales in ids. Returns the groups to quantize. */
+QK_INLINE __mmask16 sym_stats(const float *const *p, size_t g, float qmax, const qk_qmat *out, size_t G0, float *ids, int *bad) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i am[CHUNK];
 #pragma GCC unroll 16
@@ -115,22 +115,41 @@ QK_INLINE void sym_fast(const float *const *p, size_t g, int w8, int clamp, cons
         }
         am[i] = _mm512_max_epu32(m0, m1);
     }
-    float ids[CHUNK];
-    __mmask16 live = sym_scales(qk512_reduce16_max_epu32(am), CHUNK, qmax, out, G0, ids, bad);
-    if (live != 0xffff) { /* a group with NaN/Inf: redo this chunk carefully (its scales are already right) */
-        for (size_t i = 0; i < CHUNK; i++)
-            if ((live >> i) & 1) sym_general(p + i, 1, g, w8, out, G0 + i, bad);
-        return;
-    }
+    return sym_scales(qk512_reduce16_max_epu32(am), CHUNK, qmax, out, G0, ids, bad);
+}
+
+/* 64 codes (-8..7 each) in int8 order -> 32 bytes of nibbles (element 2i
+ * low, 2i+1 high), plus 8 to each code: one vpmaddubsw makes 2i + 16·(2i+1). */
+QK_INLINE __m256i nibbles_of_bytes(__m512i q) {
+    __m512i w = _mm512_maddubs_epi16(_mm512_set1_epi16(0x1001), q); /* unsigned (1, 16) · signed codes */
+    w = _mm512_add_epi16(w, _mm512_set1_epi16(0x88));
+    return _mm512_cvtepi16_epi8(w);
+}
+
+/* Pass 2 over 16 groups: the codes. */
+QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids) {
+    const float qmax = w8 ? 127.0f : 7.0f;
     if (w8) {
         int8_t *dst = (int8_t *)out->codes + G0 * g;
-        for (size_t i = 0; i < CHUNK; i++) {
-            __m512 id = _mm512_set1_ps(ids[i]);
-            for (size_t k = 0; k < g; k += 32) {
-                __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
-                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
-                _mm_storeu_si128((__m128i *)(dst + i * g + k), _mm512_cvtepi32_epi8(a));
-                _mm_storeu_si128((__m128i *)(dst + i * g + k + 16), _mm512_cvtepi32_epi8(b));
+        if (g == 32) {
+            for (size_t i = 0; i < CHUNK; i += 2) {
+                __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+                __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
+                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
+                __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
+                __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
+                _mm512_storeu_si512(dst + i * 32, pack64_epi8(a, b, c, d));
+            }
+        } else {
+            for (size_t i = 0; i < CHUNK; i++) {
+                __m512 id = _mm512_set1_ps(ids[i]);
+                for (size_t k = 0; k < g; k += 64) {
+                    __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
+                    __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
+                    __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
+                    __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
+                    _mm512_storeu_si512(dst + i * g + k, pack64_epi8(a, b, c, d));
+                }
             }
         }
     } else {
@@ -142,7 +161,7 @@ QK_INLINE void sym_fast(const float *const *p, size_t g, int w8, int clamp, cons
                 __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
                 __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
                 __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
-                _mm256_storeu_si256((__m256i *)(dst + i * 16), pack64_nibbles(a, b, c, d, 8));
+                _mm256_storeu_si256((__m256i *)(dst + i * 16), nibbles_of_bytes(pack64_epi8(a, b, c, d)));
             }
         } else {
             for (size_t i = 0; i < CHUNK; i++) {
@@ -152,34 +171,64 @@ QK_INLINE void sym_fast(const float *const *p, size_t g, int w8, int clamp, cons
                     __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
                     __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
                     __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
-                    _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), pack64_nibbles(a, b, c, d, 8));
+                    _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), nibbles_of_bytes(pack64_epi8(a, b, c, d)));
                 }
             }
         }
     }
 }
 
+/* The full chunks of 16 groups, software-pipelined: pass 1 (absmax, the
+ * divisions) of chunk c+1 is issued before pass 2 of chunk c, so the
+ * out-of-order core overlaps the reductions' and divisions' latency with
+ * the code arithmetic. Returns the groups done (a multiple of 16). */
+QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
+                            int *bad) {
+    const float qmax = w8 ? 127.0f : 7.0f;
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    __mmask16 live[2];
+    qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = sym_stats(p[0], g, qmax, out, 0, ids[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            live[nxt] = sym_stats(p[nxt], g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
+        }
+        if (live[cur] == 0xffff) sym_emit(p[cur], g, w8, clamp, out, c * CHUNK, ids[cur]);
+        else /* a group with NaN/Inf: the others one by one (their scales are already right) */
+            for (size_t i = 0; i < CHUNK; i++)
+                if ((live[cur] >> i) & 1) sym_general(p[cur] + i, 1, g, w8, out, c * CHUNK + i, bad);
+    }
+    return nfull * CHUNK;
+}
+
 #define SYM_FAST_CASES(w8, clamp)                                                                   \
     switch (g) {                                                                                    \
-    case 32: sym_fast(p, 32, w8, clamp, out, G0, &bad); break;                                     \
-    case 64: sym_fast(p, 64, w8, clamp, out, G0, &bad); break;                                     \
-    case 128: sym_fast(p, 128, w8, clamp, out, G0, &bad); break;                                   \
-    default: sym_fast(p, 256, w8, clamp, out, G0, &bad); break;                                    \
+    case 32: done = sym_chunks(x, ldx, 32, ng, total, w8, clamp, out, &bad); break;                 \
+    case 64: done = sym_chunks(x, ldx, 64, ng, total, w8, clamp, out, &bad); break;                 \
+    case 128: done = sym_chunks(x, ldx, 128, ng, total, w8, clamp, out, &bad); break;               \
+    default: done = sym_chunks(x, ldx, 256, ng, total, w8, clamp, out, &bad); break;                \
     }
 
 static int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, int w8) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, r = 0, j = 0;
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
     int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
-    int fast = g == 32 || g == 64 || g == 128 || g == 256;
-    for (size_t G0 = 0; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        if (!fast || n < CHUNK) sym_general(p, n, g, w8, out, G0, &bad);
-        else if (w8 && clamp) SYM_FAST_CASES(1, 1)
+    if (g == 32 || g == 64 || g == 128 || g == 256) {
+        if (w8 && clamp) SYM_FAST_CASES(1, 1)
         else if (w8) SYM_FAST_CASES(1, 0)
         else if (clamp) SYM_FAST_CASES(0, 1)
         else SYM_FAST_CASES(0, 0)
+    }
+    size_t r = done / ng, j = done % ng;
+    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
+        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
+        const float *p[CHUNK];
+        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
+        sym_general(p, n, g, w8, out, G0, &bad);
     }
     return bad;
 }
