@@ -397,23 +397,6 @@ int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) {
 
 /* ---- q4_0, q8_0: 32-value blocks, fp16 d at the head of each block ---- */
 
-/* Per-block absmax of n <= 16 blocks, as float bits. */
-QK_INLINE __m512i block_absmax(const float *const *p, size_t n) {
-    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
-    __m512i am[CHUNK];
-#pragma GCC unroll 16
-    for (size_t i = 0; i < n; i++) {
-        PREFETCH(p[i]);
-        PREFETCH(p[i] + 16);
-    }
-#pragma GCC unroll 16
-    for (size_t i = 0; i < CHUNK; i++)
-        am[i] = i < n ? _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab),
-                                         _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab))
-                      : _mm512_setzero_si512();
-    return qk512_reduce16_max_epu32(am);
-}
-
 /* Store the fp16 d of the live blocks; flags an overflowed d. */
 static void store_block_heads(uint8_t *codes, size_t B0, size_t n, __mmask16 live, size_t bytes, __m512 d, int *bad) {
     __m256i h = _mm512_cvtps_ph(d, 0);
@@ -425,73 +408,131 @@ static void store_block_heads(uint8_t *codes, size_t B0, size_t n, __mmask16 liv
         if ((live >> i) & 1) qk_wr16(codes + (B0 + i) * bytes, hs[i]);
 }
 
-int qk_quantize_q4_0__avx512(const float *x, size_t ldx, const qk_qmat *out) {
+/* q4_0's d: the first value of largest magnitude in the block, with its sign
+ * (+0 when all are zero), from the block's absmax A, max and min: +A when
+ * max = A and min > -A, -A when min = -A and max < A. Both signs at A
+ * (rare) take the first one by a search. */
+static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live, const float *const *p) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512 a = _mm512_castsi512_ps(amax), na = _mm512_sub_ps(_mm512_setzero_ps(), a);
+    __mmask16 pos = _mm512_cmp_ps_mask(mx, a, _CMP_EQ_OQ), neg = _mm512_cmp_ps_mask(mn, na, _CMP_EQ_OQ);
+    __mmask16 nz = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ);
+    __m512 v = _mm512_maskz_mov_ps(nz, _mm512_mask_blend_ps(pos, na, a));
+    __mmask16 both = (__mmask16)(pos & neg & nz & live);
+    if (both) {
+        float mv[CHUNK];
+        uint32_t amb[CHUNK];
+        _mm512_storeu_ps(mv, v);
+        _mm512_storeu_si512(amb, amax);
+        for (size_t i = 0; i < CHUNK; i++)
+            if ((both >> i) & 1) {
+                __m512i t = _mm512_set1_epi32((int)amb[i]);
+                uint32_t m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab), t) |
+                             (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab), t)
+                                 << 16;
+                mv[i] = p[i][__builtin_ctz(m)];
+            }
+        v = _mm512_loadu_ps(mv);
+    }
+    return v;
+}
+
+/* Pass 1 over n <= 16 blocks: d stored at the blocks' heads, 1/d in ids.
+ * Returns the blocks to quantize. */
+QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, float *ids, int *bad) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i am[CHUNK];
+    __m512 vmx[CHUNK], vmn[CHUNK];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < n; i++) {
+        PREFETCH(p[i]);
+        PREFETCH(p[i] + 16);
+    }
+#pragma GCC unroll 16
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m512 v0 = i < n ? _mm512_loadu_ps(p[i]) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(p[i] + 16) : _mm512_setzero_ps();
+        am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
+        if (q4) {
+            vmx[i] = _mm512_max_ps(v0, v1);
+            vmn[i] = _mm512_min_ps(v0, v1);
+        }
+    }
+    __m512i amax = qk512_reduce16_max_epu32(am);
+    __mmask16 live = qk512_mask16(n);
+    __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    live &= (__mmask16)~nonfinite;
+    __m512 d;
+    if (q4) d = _mm512_div_ps(q4_0_signed_max(amax, qk512_reduce16_max_ps(vmx), qk512_reduce16_min_ps(vmn), live, p),
+                              _mm512_set1_ps(-8.0f));
+    else d = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(127.0f));
+    _mm512_storeu_ps(ids, qk512_inv_scale(d));
+    store_block_heads(codes, B0, n, live, q4 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES, d, bad);
+    return live;
+}
+
+/* q4_0 codes of one block: min(15, trunc(x·id + 8.5)), element j low nibble, j+16 high. */
+QK_INLINE void q4_0_block(const float *x, __m512 id, uint8_t *dst) {
+    const __m512 half8 = _mm512_set1_ps(8.5f);
+    const __m512i fifteen = _mm512_set1_epi32(15);
+    __m512i a = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x), id), half8));
+    __m512i b = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + 16), id), half8));
+    __m512i c = _mm512_or_si512(_mm512_min_epi32(a, fifteen), _mm512_slli_epi32(_mm512_min_epi32(b, fifteen), 4));
+    _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(c));
+}
+
+/* Pass 2 over n <= 16 blocks. */
+QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids, __mmask16 live) {
+    if (q4) {
+        for (size_t i = 0; i < n; i++)
+            if ((live >> i) & 1) q4_0_block(p[i], _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
+        return;
+    }
+    size_t i = 0;
+    if (live == 0xffff) /* pairs of blocks: 64 codes packed at once */
+        for (; i < CHUNK; i += 2) {
+            __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+            __m512i q = pack64_epi8(qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id0)),
+                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id0)),
+                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i + 1]), id1)),
+                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i + 1] + 16), id1)));
+            uint8_t *dst = codes + (B0 + i) * QK_Q8_0_BYTES + 2;
+            _mm256_storeu_si256((__m256i *)dst, _mm512_castsi512_si256(q));
+            _mm256_storeu_si256((__m256i *)(dst + QK_Q8_0_BYTES), _mm512_extracti64x4_epi64(q, 1));
+        }
+    for (; i < n; i++) {
+        if (!((live >> i) & 1)) continue;
+        __m512 id = _mm512_set1_ps(ids[i]);
+        uint8_t *dst = codes + (B0 + i) * QK_Q8_0_BYTES + 2;
+        __m512i a = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id));
+        __m512i b = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id));
+        _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(a));
+        _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtepi32_epi8(b));
+    }
+}
+
+/* Chunks of 16 blocks, pass 1 of the next chunk issued before pass 2 of this one. */
+QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q4) {
     size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
     int bad = 0;
-    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    if (!total) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    __mmask16 live[2];
+    size_t n0 = total < CHUNK ? total : CHUNK;
+    qk512_group_ptrs(x, ldx, 32, nb, &r, &j, n0, p[0]);
+    live[0] = block_stats(p[0], n0, q4, out->codes, 0, ids[0], &bad);
     for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
-        size_t n = total - B0 < CHUNK ? total - B0 : CHUNK;
-        const float *p[CHUNK];
-        qk512_group_ptrs(x, ldx, 32, nb, &r, &j, n, p);
-        __m512i amax = block_absmax(p, n);
-        __mmask16 live = qk512_mask16(n);
-        __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
-        if (nonfinite) bad |= QK_ROW_NONFINITE;
-        live &= (__mmask16)~nonfinite;
-        /* the first value of largest magnitude, with its sign (+0 when all are zero) */
-        uint32_t amb[CHUNK];
-        float mx[CHUNK];
-        _mm512_storeu_si512(amb, amax);
-        for (size_t i = 0; i < n; i++) {
-            __m512i a = _mm512_set1_epi32((int)amb[i]);
-            uint32_t m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab), a) |
-                         (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab), a)
-                             << 16;
-            mx[i] = m && amb[i] ? p[i][__builtin_ctz(m)] : 0.0f;
+        size_t cur = (B0 / CHUNK) & 1, nxt = cur ^ 1, n = total - B0 < CHUNK ? total - B0 : CHUNK;
+        if (B0 + CHUNK < total) {
+            size_t nn = total - B0 - CHUNK < CHUNK ? total - B0 - CHUNK : CHUNK;
+            qk512_group_ptrs(x, ldx, 32, nb, &r, &j, nn, p[nxt]);
+            live[nxt] = block_stats(p[nxt], nn, q4, out->codes, B0 + CHUNK, ids[nxt], &bad);
         }
-        __m512 d = _mm512_div_ps(_mm512_loadu_ps(mx), _mm512_set1_ps(-8.0f));
-        float ids[CHUNK];
-        _mm512_storeu_ps(ids, qk512_inv_scale(d));
-        store_block_heads(out->codes, B0, n, live, QK_Q4_0_BYTES, d, &bad);
-        const __m512 half8 = _mm512_set1_ps(8.5f);
-        const __m512i fifteen = _mm512_set1_epi32(15);
-        for (size_t i = 0; i < n; i++) {
-            if (!((live >> i) & 1)) continue;
-            __m512 id = _mm512_set1_ps(ids[i]);
-            __m512i a = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id), half8));
-            __m512i b = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id), half8));
-            __m512i c = _mm512_or_si512(_mm512_min_epi32(a, fifteen), _mm512_slli_epi32(_mm512_min_epi32(b, fifteen), 4));
-            _mm_storeu_si128((__m128i *)(out->codes + (B0 + i) * QK_Q4_0_BYTES + 2), _mm512_cvtepi32_epi8(c));
-        }
+        block_emit(p[cur], n, q4, out->codes, B0, ids[cur], live[cur]);
     }
     return bad;
 }
 
-int qk_quantize_q8_0__avx512(const float *x, size_t ldx, const qk_qmat *out) {
-    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
-    int bad = 0;
-    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
-        size_t n = total - B0 < CHUNK ? total - B0 : CHUNK;
-        const float *p[CHUNK];
-        qk512_group_ptrs(x, ldx, 32, nb, &r, &j, n, p);
-        __m512i amax = block_absmax(p, n);
-        __mmask16 live = qk512_mask16(n);
-        __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
-        if (nonfinite) bad |= QK_ROW_NONFINITE;
-        live &= (__mmask16)~nonfinite;
-        __m512 d = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(127.0f));
-        float ids[CHUNK];
-        _mm512_storeu_ps(ids, qk512_inv_scale(d));
-        store_block_heads(out->codes, B0, n, live, QK_Q8_0_BYTES, d, &bad);
-        for (size_t i = 0; i < n; i++) {
-            if (!((live >> i) & 1)) continue;
-            __m512 id = _mm512_set1_ps(ids[i]);
-            uint8_t *dst = out->codes + (B0 + i) * QK_Q8_0_BYTES + 2;
-            __m512i a = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id));
-            __m512i b = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id));
-            _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(a));
-            _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtepi32_epi8(b));
-        }
-    }
-    return bad;
-}
+int qk_quantize_q4_0__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
+int qk_quantize_q8_0__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }
