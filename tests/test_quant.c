@@ -260,6 +260,27 @@ static void test_nonfinite(void) {
                 CHECK(strstr(qk_last_error(), want) != NULL, "%s: message '%s' does not name %s", k->name, qk_last_error(), want);
                 qk_qmat_free(&m);
             }
+        /* the same in matrices of many groups (the SIMD variants' chunked fast paths), every group size */
+        for (size_t gi = 0; gi < 4; gi++) {
+            size_t g = (size_t)32 << gi, rows = 4, K = 1024;
+            if (k->format >= QK_Q4_0 && g != 32) continue;
+            float *xm = malloc(rows * K * sizeof *xm);
+            CHECK(xm != NULL, "out of memory");
+            if (!xm) return;
+            for (size_t b = 0; b < 3; b++)
+                for (size_t pos = 5; pos < rows * K; pos += 997) {
+                    for (size_t i = 0; i < rows * K; i++) xm[i] = (float)(i % 13) - 6.0f;
+                    xm[pos] = bad_vals[b];
+                    qk_qmat m = qalloc(k->format, k->format >= QK_Q4_0 ? QK_SCALE_F16 : QK_SCALE_F32, rows, K, g);
+                    qk_status s = qk_quantize_with(k, xm, K, &m);
+                    CHECK(s == QK_ERR_NONFINITE, "%s g%zu: %g at %zu gave %s", k->name, g, (double)bad_vals[b], pos, qk_status_name(s));
+                    char want[64];
+                    snprintf(want, sizeof want, "row %zu, column %zu", pos / K, pos % K);
+                    CHECK(strstr(qk_last_error(), want) != NULL, "%s g%zu: message '%s' does not name %s", k->name, g, qk_last_error(), want);
+                    qk_qmat_free(&m);
+                }
+            free(xm);
+        }
         /* an f16 scale that overflows is reported, not stored as Inf */
         float x[64];
         for (int i = 0; i < 64; i++) x[i] = 1e6f * (float)(i + 1);

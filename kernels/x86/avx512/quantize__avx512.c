@@ -30,15 +30,6 @@ QK_INLINE __m512i pack64_epi8(__m512i a, __m512i b, __m512i c, __m512i d) {
     return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), q);
 }
 
-/* 64 int32 codes (0..15 after adding `off`) in a, b, c, d -> 32 bytes, two
- * codes per byte (element 2i low nibble, 2i+1 high nibble). */
-QK_INLINE __m256i pack64_nibbles(__m512i a, __m512i b, __m512i c, __m512i d, int off) {
-    __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d)); /* lane L: a_L b_L c_L d_L */
-    if (off) q = _mm512_add_epi8(q, _mm512_set1_epi8((char)off));
-    __m256i n = _mm512_cvtepi16_epi8(_mm512_or_si512(q, _mm512_srli_epi16(q, 4))); /* 16-bit unit 4L+s */
-    return _mm256_permutexvar_epi16(_mm256_setr_epi16(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), n);
-}
-
 /* 32 int32 codes (0..15 after adding off) -> 16 bytes of nibbles (tails). */
 QK_INLINE __m128i pack32_nibbles(__m512i a, __m512i b, int off) {
     __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(a)), _mm512_cvtepi32_epi8(b), 1);
@@ -118,11 +109,11 @@ QK_INLINE __mmask16 sym_stats(const float *const *p, size_t g, float qmax, const
     return sym_scales(qk512_reduce16_max_epu32(am), CHUNK, qmax, out, G0, ids, bad);
 }
 
-/* 64 codes (-8..7 each) in int8 order -> 32 bytes of nibbles (element 2i
- * low, 2i+1 high), plus 8 to each code: one vpmaddubsw makes 2i + 16·(2i+1). */
-QK_INLINE __m256i nibbles_of_bytes(__m512i q) {
+/* 64 codes (-8..7 each, 0..15 when off = 0) in int8 order -> 32 bytes of
+ * nibbles (element 2i low, 2i+1 high), plus 8 to each code when off: one vpmaddubsw makes 2i + 16·(2i+1). */
+QK_INLINE __m256i nibbles_of_bytes(__m512i q, int off) {
     __m512i w = _mm512_maddubs_epi16(_mm512_set1_epi16(0x1001), q); /* unsigned (1, 16) · signed codes */
-    w = _mm512_add_epi16(w, _mm512_set1_epi16(0x88));
+    if (off) w = _mm512_add_epi16(w, _mm512_set1_epi16(0x88));
     return _mm512_cvtepi16_epi8(w);
 }
 
@@ -161,7 +152,7 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
                 __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
                 __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
                 __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
-                _mm256_storeu_si256((__m256i *)(dst + i * 16), nibbles_of_bytes(pack64_epi8(a, b, c, d)));
+                _mm256_storeu_si256((__m256i *)(dst + i * 16), nibbles_of_bytes(pack64_epi8(a, b, c, d), 1));
             }
         } else {
             for (size_t i = 0; i < CHUNK; i++) {
@@ -171,7 +162,7 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
                     __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
                     __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
                     __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
-                    _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), nibbles_of_bytes(pack64_epi8(a, b, c, d)));
+                    _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), nibbles_of_bytes(pack64_epi8(a, b, c, d), 1));
                 }
             }
         }
@@ -319,34 +310,37 @@ static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat
     }
 }
 
-QK_INLINE void w4a_fast(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, int *bad) {
+/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
+ * the offsets and scales stored, 1/d in ids and the stored min in ms.
+ * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
+ * the general path), else the groups to quantize. */
+QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
     __m512 vmn[CHUNK], vmx[CHUNK];
-    __m512i ninf = _mm512_setzero_si512();
-    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __mmask16 nan = 0;
 #pragma GCC unroll 16
     for (size_t i = 0; i < CHUNK; i++) {
         for (size_t k = 0; k < g; k += 16) PREFETCH(p[i] + k);
         __m512 v0 = _mm512_loadu_ps(p[i]), v1 = _mm512_loadu_ps(p[i] + 16);
         __m512 mn = _mm512_min_ps(v0, v1), mx = _mm512_max_ps(v0, v1);
-        __m512i nb = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
+        nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
         for (size_t k = 32; k < g; k += 32) {
             v0 = _mm512_loadu_ps(p[i] + k);
             v1 = _mm512_loadu_ps(p[i] + k + 16);
             mn = _mm512_min_ps(mn, _mm512_min_ps(v0, v1));
             mx = _mm512_max_ps(mx, _mm512_max_ps(v0, v1));
-            nb = _mm512_max_epu32(nb, _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab),
-                                                       _mm512_and_si512(_mm512_castps_si512(v1), ab)));
+            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
         }
         vmn[i] = mn;
         vmx[i] = mx;
-        ninf = _mm512_max_epu32(ninf, nb);
     }
-    if (_mm512_cmpge_epu32_mask(ninf, _mm512_set1_epi32(0x7f800000))) { /* some group has NaN/Inf */
-        w4a_general(p, CHUNK, g, out, G0, bad);
-        return;
-    }
-    float ids[CHUNK], ms[CHUNK];
-    w4a_scales(vmn, vmx, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+    /* NaN seen by the unordered compares; ±Inf ends up in a min or a max */
+    if (nan || _mm512_fpclass_ps_mask(qk512_reduce16_min_ps(vmn), 0x18) | _mm512_fpclass_ps_mask(qk512_reduce16_max_ps(vmx), 0x18))
+        return 0;
+    return w4a_scales(vmn, vmx, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+}
+
+/* Pass 2 over 16 groups: the codes. */
+QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms) {
     uint8_t *dst = out->codes + G0 * g / 2;
     if (g == 32) {
         for (size_t i = 0; i < CHUNK; i += 2) {
@@ -356,7 +350,7 @@ QK_INLINE void w4a_fast(const float *const *p, size_t g, int clamp, const qk_qma
             __m512i b = w4a_codes(_mm512_loadu_ps(p[i] + 16), m0, id0, clamp);
             __m512i c = w4a_codes(_mm512_loadu_ps(p[i + 1]), m1, id1, clamp);
             __m512i d = w4a_codes(_mm512_loadu_ps(p[i + 1] + 16), m1, id1, clamp);
-            _mm256_storeu_si256((__m256i *)(dst + i * 16), pack64_nibbles(a, b, c, d, 0));
+            _mm256_storeu_si256((__m256i *)(dst + i * 16), nibbles_of_bytes(pack64_epi8(a, b, c, d), 0));
         }
     } else {
         for (size_t i = 0; i < CHUNK; i++) {
@@ -366,31 +360,54 @@ QK_INLINE void w4a_fast(const float *const *p, size_t g, int clamp, const qk_qma
                 __m512i b = w4a_codes(_mm512_loadu_ps(p[i] + k + 16), m, id, clamp);
                 __m512i c = w4a_codes(_mm512_loadu_ps(p[i] + k + 32), m, id, clamp);
                 __m512i d = w4a_codes(_mm512_loadu_ps(p[i] + k + 48), m, id, clamp);
-                _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), pack64_nibbles(a, b, c, d, 0));
+                _mm256_storeu_si256((__m256i *)(dst + (i * g + k) / 2), nibbles_of_bytes(pack64_epi8(a, b, c, d), 0));
             }
         }
     }
 }
 
+/* The full chunks, pass 1 of the next before pass 2 of this one (as sym_chunks). */
+QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK], ms[2][CHUNK];
+    __mmask16 live[2];
+    qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = w4a_stats(p[0], g, out, 0, ids[0], ms[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            live[nxt] = w4a_stats(p[nxt], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
+        }
+        if (live[cur] == 0xffff) w4a_emit(p[cur], g, clamp, out, c * CHUNK, ids[cur], ms[cur]);
+        else w4a_general(p[cur], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf somewhere in the chunk */
+    }
+    return nfull * CHUNK;
+}
+
 #define W4A_FAST_CASES(clamp)                                                                       \
     switch (g) {                                                                                    \
-    case 32: w4a_fast(p, 32, clamp, out, G0, &bad); break;                                         \
-    case 64: w4a_fast(p, 64, clamp, out, G0, &bad); break;                                         \
-    case 128: w4a_fast(p, 128, clamp, out, G0, &bad); break;                                       \
-    default: w4a_fast(p, 256, clamp, out, G0, &bad); break;                                        \
+    case 32: done = w4a_chunks(x, ldx, 32, ng, total, clamp, out, &bad); break;                     \
+    case 64: done = w4a_chunks(x, ldx, 64, ng, total, clamp, out, &bad); break;                     \
+    case 128: done = w4a_chunks(x, ldx, 128, ng, total, clamp, out, &bad); break;                   \
+    default: done = w4a_chunks(x, ldx, 256, ng, total, clamp, out, &bad); break;                    \
     }
 
 int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, r = 0, j = 0;
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
     int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
-    int fast = g == 32 || g == 64 || g == 128 || g == 256;
-    for (size_t G0 = 0; G0 < total; G0 += CHUNK) {
+    if (g == 32 || g == 64 || g == 128 || g == 256) {
+        if (clamp) W4A_FAST_CASES(1)
+        else W4A_FAST_CASES(0)
+    }
+    size_t r = done / ng, j = done % ng;
+    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
         size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
         const float *p[CHUNK];
         qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        if (!fast || n < CHUNK) w4a_general(p, n, g, out, G0, &bad);
-        else if (clamp) W4A_FAST_CASES(1)
-        else W4A_FAST_CASES(0)
+        w4a_general(p, n, g, out, G0, &bad);
     }
     return bad;
 }
