@@ -388,6 +388,28 @@ static void test_actquant_variants(tu_rng *rng) {
         if (qk_qact_alloc(&a, k->rule, 1, 64, 32)) exit(2);
         CHECK(qk_actquant_with(k, x, 64, &a) == QK_ERR_NONFINITE, "%s: NaN not reported", k->name);
         qk_qact_free(&a);
+        /* NaN/Inf among many groups (the chunked fast paths): reported, and the
+         * whole output (the bad group zeroed) the same as the reference's */
+        const float bad_vals[] = {NAN, INFINITY, -INFINITY};
+        for (size_t gi = 0; gi < 4; gi++)
+            for (size_t b = 0; b < 3; b++) {
+                size_t g = (size_t)32 << gi, rows = 4, K = 1024, pos = 37 + 1009 * b;
+                if (k->rule == QK_ACT_Q8_0 && g != 32) continue; /* q8_0 blocks are 32 */
+                float *xm = malloc(rows * K * sizeof *xm);
+                qk_qact qa, qb;
+                if (!xm || qk_qact_alloc(&qa, k->rule, rows, K, g) || qk_qact_alloc(&qb, k->rule, rows, K, g)) exit(2);
+                for (size_t i = 0; i < rows * K; i++) xm[i] = (float)(i % 29) - 14.0f;
+                xm[pos] = bad_vals[b];
+                CHECK(qk_actquant_with(k, xm, K, &qb) == QK_ERR_NONFINITE, "%s g%zu: %g not reported", k->name, g, (double)bad_vals[b]);
+                CHECK(qk_actquant_with(ref, xm, K, &qa) == QK_ERR_NONFINITE, "reference: %g not reported", (double)bad_vals[b]);
+                size_t ng = rows * (K / g);
+                CHECK(!memcmp(qa.codes, qb.codes, rows * K) && !memcmp(qa.scales, qb.scales, ng * sizeof(float)) &&
+                          !memcmp(qa.sums, qb.sums, ng * sizeof(int32_t)),
+                      "%s g%zu: output with %g differs from the reference", k->name, g, (double)bad_vals[b]);
+                qk_qact_free(&qa);
+                qk_qact_free(&qb);
+                free(xm);
+            }
         printf("%-32s %zu cases bit-exact with the reference\n", k->name, checked);
     }
 }

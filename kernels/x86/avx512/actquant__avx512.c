@@ -61,8 +61,16 @@ static void act_general(const float *const *p, size_t n, size_t g, float qmax, i
     _mm512_mask_storeu_epi32(out->sums + G0, qk512_mask16(n), qk512_reduce16_add_epi32(v));
 }
 
-/* 16 groups of a fixed g (a multiple of 32, <= 256). */
-QK_INLINE void act_fast(const float *const *p, size_t g, float qmax, int q8_0, const qk_qact *out, size_t G0, int *bad) {
+/* 64 int32 codes in a, b, c, d (within int8) -> 64 int8 in order. */
+QK_INLINE __m512i pack64_epi8(__m512i a, __m512i b, __m512i c, __m512i d) {
+    __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), q);
+}
+
+/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): absmax,
+ * scales stored, inverse scales in ids. Returns 0 when a group holds NaN
+ * or Inf (nothing stored: the caller takes the general path), else 1. */
+QK_INLINE int act_stats(const float *const *p, size_t g, float qmax, int q8_0, const qk_qact *out, size_t G0, float *ids, int *bad) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i v[CHUNK];
 #pragma GCC unroll 16
@@ -76,43 +84,80 @@ QK_INLINE void act_fast(const float *const *p, size_t g, float qmax, int q8_0, c
         v[i] = _mm512_max_epu32(m0, m1);
     }
     __m512i amax = qk512_reduce16_max_epu32(v);
-    if (_mm512_cmpge_epu32_mask(amax, _mm512_set1_epi32(0x7f800000))) {
-        act_general(p, CHUNK, g, qmax, q8_0, out, G0, bad);
-        return;
-    }
-    float ids[CHUNK];
+    if (_mm512_cmpge_epu32_mask(amax, _mm512_set1_epi32(0x7f800000))) return 0;
     act_scales(amax, CHUNK, qmax, q8_0, out, G0, ids, bad);
+    return 1;
+}
+
+/* Pass 2 over 16 groups: codes (64 per store) and the per-group code sums. */
+QK_INLINE void act_emit(const float *const *p, size_t g, const qk_qact *out, size_t G0, const float *ids) {
+    __m512i v[CHUNK];
     int8_t *dst = out->codes + G0 * g;
-#pragma GCC unroll 16
-    for (size_t i = 0; i < CHUNK; i++) {
-        __m512 id = _mm512_set1_ps(ids[i]);
-        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-        for (size_t k = 0; k < g; k += 32) {
-            __m512i a = act_codes(_mm512_loadu_ps(p[i] + k), id);
-            __m512i b = act_codes(_mm512_loadu_ps(p[i] + k + 16), id);
-            s0 = _mm512_add_epi32(s0, a);
-            s1 = _mm512_add_epi32(s1, b);
-            _mm_storeu_si128((__m128i *)(dst + i * g + k), _mm512_cvtepi32_epi8(a));
-            _mm_storeu_si128((__m128i *)(dst + i * g + k + 16), _mm512_cvtepi32_epi8(b));
+    if (g == 32) {
+#pragma GCC unroll 8
+        for (size_t i = 0; i < CHUNK; i += 2) {
+            __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+            __m512i a = act_codes(_mm512_loadu_ps(p[i]), id0), b = act_codes(_mm512_loadu_ps(p[i] + 16), id0);
+            __m512i c = act_codes(_mm512_loadu_ps(p[i + 1]), id1), d = act_codes(_mm512_loadu_ps(p[i + 1] + 16), id1);
+            _mm512_storeu_si512(dst + i * 32, pack64_epi8(a, b, c, d));
+            v[i] = _mm512_add_epi32(a, b);
+            v[i + 1] = _mm512_add_epi32(c, d);
         }
-        v[i] = _mm512_add_epi32(s0, s1);
+    } else {
+#pragma GCC unroll 16
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m512 id = _mm512_set1_ps(ids[i]);
+            __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+            for (size_t k = 0; k < g; k += 64) {
+                __m512i a = act_codes(_mm512_loadu_ps(p[i] + k), id), b = act_codes(_mm512_loadu_ps(p[i] + k + 16), id);
+                __m512i c = act_codes(_mm512_loadu_ps(p[i] + k + 32), id), d = act_codes(_mm512_loadu_ps(p[i] + k + 48), id);
+                _mm512_storeu_si512(dst + i * g + k, pack64_epi8(a, b, c, d));
+                s0 = _mm512_add_epi32(s0, _mm512_add_epi32(a, b));
+                s1 = _mm512_add_epi32(s1, _mm512_add_epi32(c, d));
+            }
+            v[i] = _mm512_add_epi32(s0, s1);
+        }
     }
     _mm512_storeu_si512(out->sums + G0, qk512_reduce16_add_epi32(v));
 }
 
+/* The full chunks, software-pipelined: pass 1 of chunk c+1 (reduction,
+ * divisions) is issued before pass 2 of chunk c, so the out-of-order core
+ * overlaps their latency with the code arithmetic. Returns the groups done. */
+QK_INLINE size_t act_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, float qmax, int q8_0, const qk_qact *out,
+                            int *bad) {
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    int ok[2];
+    qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    ok[0] = act_stats(p[0], g, qmax, q8_0, out, 0, ids[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            ok[nxt] = act_stats(p[nxt], g, qmax, q8_0, out, (c + 1) * CHUNK, ids[nxt], bad);
+        }
+        if (ok[cur]) act_emit(p[cur], g, out, c * CHUNK, ids[cur]);
+        else act_general(p[cur], CHUNK, g, qmax, q8_0, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
+    }
+    return nfull * CHUNK;
+}
+
 static int actquant(const float *x, size_t ldx, const qk_qact *out, float qmax, int q8_0) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, r = 0, j = 0;
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
     int bad = 0;
-    for (size_t G0 = 0; G0 < total; G0 += CHUNK) {
+    if (g == 32) done = act_chunks(x, ldx, 32, ng, total, qmax, q8_0, out, &bad);
+    else if (g == 64) done = act_chunks(x, ldx, 64, ng, total, qmax, q8_0, out, &bad);
+    else if (g == 128) done = act_chunks(x, ldx, 128, ng, total, qmax, q8_0, out, &bad);
+    else if (g == 256) done = act_chunks(x, ldx, 256, ng, total, qmax, q8_0, out, &bad);
+    size_t r = done / ng, j = done % ng;
+    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
         size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
         const float *p[CHUNK];
         qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        if (n < CHUNK) act_general(p, n, g, qmax, q8_0, out, G0, &bad);
-        else if (g == 32) act_fast(p, 32, qmax, q8_0, out, G0, &bad);
-        else if (g == 64) act_fast(p, 64, qmax, q8_0, out, G0, &bad);
-        else if (g == 128) act_fast(p, 128, qmax, q8_0, out, G0, &bad);
-        else if (g == 256) act_fast(p, 256, qmax, q8_0, out, G0, &bad);
-        else act_general(p, n, g, qmax, q8_0, out, G0, &bad);
+        act_general(p, n, g, qmax, q8_0, out, G0, &bad);
     }
     return bad;
 }
