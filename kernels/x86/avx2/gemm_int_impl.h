@@ -314,6 +314,80 @@ QK_GINLINE void quads(gemm_layout L, const uint8_t *codes, const int8_t *const a
     }
 }
 
+#ifdef QK_GEMM_VNNI
+/* The whole 4x16 tile over every group when g % 4 == 0 and g <= QK_GEMM_CHUNK
+ * (every group one piece of full quads): per group the eight int32 dots in
+ * registers, started at −off·Σa, then scaled into yt (4 rows × 16 f32) in the
+ * order of micro_tile's general path, so both give the same bits. A function
+ * of its own so GCC allocates its registers apart from the general path. */
+QK_GINLINE void vnni_tile4_body(const int u4, const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K,
+                                const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a, float yt[QK_GEMM_MR][QK_GEMM_NR]) {
+    const int8_t *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (size_t j = 0; j < ng; j++) {
+        __m256i c00 = _mm256_set1_epi32(-off * sums[j]), c10 = _mm256_set1_epi32(-off * sums[ng + j]);
+        __m256i c20 = _mm256_set1_epi32(-off * sums[2 * ng + j]), c30 = _mm256_set1_epi32(-off * sums[3 * ng + j]);
+        __m256i c01 = c00, c11 = c10, c21 = c20, c31 = c30;
+        for (size_t k = j * g, ke = k + g; k < ke; k += 4) {
+            __m256i w0, w1;
+            if (u4) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
+                w0 = _mm256_and_si256(v, m4);
+                w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            } else {
+                w0 = _mm256_loadu_si256((const __m256i *)(codes + k * 16));
+                w1 = _mm256_loadu_si256((const __m256i *)(codes + k * 16 + 32));
+            }
+            __m256i b = bcast4(a0 + k);
+            c00 = _mm256_dpbusd_avx_epi32(c00, w0, b);
+            c01 = _mm256_dpbusd_avx_epi32(c01, w1, b);
+            b = bcast4(a1 + k);
+            c10 = _mm256_dpbusd_avx_epi32(c10, w0, b);
+            c11 = _mm256_dpbusd_avx_epi32(c11, w1, b);
+            b = bcast4(a2 + k);
+            c20 = _mm256_dpbusd_avx_epi32(c20, w0, b);
+            c21 = _mm256_dpbusd_avx_epi32(c21, w1, b);
+            b = bcast4(a3 + k);
+            c30 = _mm256_dpbusd_avx_epi32(c30, w0, b);
+            c31 = _mm256_dpbusd_avx_epi32(c31, w1, b);
+            /* pins the accumulators to registers: without it GCC copies them around and spills two per quad */
+            __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21), "+x"(c30), "+x"(c31));
+        }
+        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
+        const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0, mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;
+        /* yt += dot·(s·sa), then for w4a yt += m·(sa·Σa): two roundings, as micro_tile's general path */
+#define QK_VNNI_ROW(m, lo, hi)                                                                                                     \
+    do {                                                                                                                           \
+        const float sam = sa[(m) * ng + j];                                                                                       \
+        const __m256 vsa = _mm256_set1_ps(sam);                                                                                    \
+        __m256 y0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(s0, vsa), _mm256_loadu_ps(yt[m]));                       \
+        __m256 y1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(s1, vsa), _mm256_loadu_ps(yt[m] + 8));                   \
+        if (w4a) {                                                                                                                 \
+            const __m256 t = _mm256_set1_ps(sam * (float)sums[(m) * ng + j]);                                                     \
+            y0 = _mm256_fmadd_ps(mn0, t, y0);                                                                                      \
+            y1 = _mm256_fmadd_ps(mn1, t, y1);                                                                                      \
+        }                                                                                                                          \
+        _mm256_storeu_ps(yt[m], y0);                                                                                               \
+        _mm256_storeu_ps(yt[m] + 8, y1);                                                                                           \
+    } while (0)
+        QK_VNNI_ROW(0, c00, c01);
+        QK_VNNI_ROW(1, c10, c11);
+        QK_VNNI_ROW(2, c20, c21);
+        QK_VNNI_ROW(3, c30, c31);
+#undef QK_VNNI_ROW
+    }
+}
+#define QK_VNNI_TILE4(name, U4)                                                                                                    \
+    static __attribute__((noinline)) void name(const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K, \
+                                               const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a,        \
+                                               float yt[QK_GEMM_MR][QK_GEMM_NR]) {                                                 \
+        vnni_tile4_body(U4, codes, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);                                                  \
+    }
+QK_VNNI_TILE4(vnni_tile4_u4, 1)
+QK_VNNI_TILE4(vnni_tile4_s8, 0)
+#undef QK_VNNI_TILE4
+#endif
+
 /* One piece [k0, k1) of group j for rows m0..m0+R-1 and one tile: int32 sums
  * per row and 8-column half, added into acc (which the caller initialized). */
 QK_GINLINE void micro_piece(gemm_layout L, const uint8_t *codes, const qk_qact *xq, size_t m0, const int R, size_t k0, size_t k1,
@@ -385,6 +459,17 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
     /* f32 sums live in memory: the registers hold the int32 sums and operands */
     float yt[QK_GEMM_MR][QK_GEMM_NR];
     memset(yt, 0, sizeof yt);
+#ifdef QK_GEMM_VNNI
+    if (R == QK_GEMM_MR && g % 4 == 0 && g <= QK_GEMM_CHUNK) {
+        const int8_t *a0 = xq->codes + m0 * K;
+        const float *sa = xq->scales + m0 * ng;
+        const int32_t *sums = xq->sums + m0 * ng;
+        if (L == GL_U4Q) vnni_tile4_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+        else vnni_tile4_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+        for (int m = 0; m < R; m++) memcpy(a->y + (m0 + m) * a->ldy + tile_n0, yt[m], ncols * sizeof(float));
+        return;
+    }
+#endif
     for (size_t j = 0; j < ng; j++) {
         const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
         for (size_t p0 = j * g, end = p0 + g; p0 < end;) {
