@@ -314,6 +314,23 @@ QK_GINLINE void quads(gemm_layout L, const uint8_t *codes, const int8_t *const a
     }
 }
 
+/* One row of the 4x16 tile after a group: yt += dot·(s·sa), then for w4a
+ * yt += m·(sa·Σa), two roundings in the order of micro_tile's general path. */
+#define QK_TILE4_ROW(m, lo, hi)                                                                                                     \
+    do {                                                                                                                           \
+        const float sam = sa[(m) * ng + j];                                                                                       \
+        const __m256 vsa = _mm256_set1_ps(sam);                                                                                    \
+        __m256 y0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(s0, vsa), _mm256_loadu_ps(yt[m]));                       \
+        __m256 y1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(s1, vsa), _mm256_loadu_ps(yt[m] + 8));                   \
+        if (w4a) {                                                                                                                 \
+            const __m256 t = _mm256_set1_ps(sam * (float)sums[(m) * ng + j]);                                                     \
+            y0 = _mm256_fmadd_ps(mn0, t, y0);                                                                                      \
+            y1 = _mm256_fmadd_ps(mn1, t, y1);                                                                                      \
+        }                                                                                                                          \
+        _mm256_storeu_ps(yt[m], y0);                                                                                               \
+        _mm256_storeu_ps(yt[m] + 8, y1);                                                                                           \
+    } while (0)
+
 #ifdef QK_GEMM_VNNI
 /* The whole 4x16 tile over every group when g % 4 == 0 and g <= QK_GEMM_CHUNK
  * (every group one piece of full quads): per group the eight int32 dots in
@@ -355,26 +372,10 @@ QK_GINLINE void vnni_tile4_body(const int u4, const uint8_t *codes, const float 
         }
         const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
         const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0, mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;
-        /* yt += dot·(s·sa), then for w4a yt += m·(sa·Σa): two roundings, as micro_tile's general path */
-#define QK_VNNI_ROW(m, lo, hi)                                                                                                     \
-    do {                                                                                                                           \
-        const float sam = sa[(m) * ng + j];                                                                                       \
-        const __m256 vsa = _mm256_set1_ps(sam);                                                                                    \
-        __m256 y0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(s0, vsa), _mm256_loadu_ps(yt[m]));                       \
-        __m256 y1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(s1, vsa), _mm256_loadu_ps(yt[m] + 8));                   \
-        if (w4a) {                                                                                                                 \
-            const __m256 t = _mm256_set1_ps(sam * (float)sums[(m) * ng + j]);                                                     \
-            y0 = _mm256_fmadd_ps(mn0, t, y0);                                                                                      \
-            y1 = _mm256_fmadd_ps(mn1, t, y1);                                                                                      \
-        }                                                                                                                          \
-        _mm256_storeu_ps(yt[m], y0);                                                                                               \
-        _mm256_storeu_ps(yt[m] + 8, y1);                                                                                           \
-    } while (0)
-        QK_VNNI_ROW(0, c00, c01);
-        QK_VNNI_ROW(1, c10, c11);
-        QK_VNNI_ROW(2, c20, c21);
-        QK_VNNI_ROW(3, c30, c31);
-#undef QK_VNNI_ROW
+        QK_TILE4_ROW(0, c00, c01);
+        QK_TILE4_ROW(1, c10, c11);
+        QK_TILE4_ROW(2, c20, c21);
+        QK_TILE4_ROW(3, c30, c31);
     }
 }
 #define QK_VNNI_TILE4(name, U4)                                                                                                    \
@@ -386,6 +387,89 @@ QK_GINLINE void vnni_tile4_body(const int u4, const uint8_t *codes, const float 
 QK_VNNI_TILE4(vnni_tile4_u4, 1)
 QK_VNNI_TILE4(vnni_tile4_s8, 0)
 #undef QK_VNNI_TILE4
+#endif
+
+#ifndef QK_GEMM_VNNI
+/* The avx2 counterpart of vnni_tile4 (same conditions, same f32 order): U4Q
+ * sums up to eight quads of vpmaddubsw in int16 registers per block, widened
+ * into int32 sums kept on the stack; S8T accumulates vpmaddwd in int32
+ * registers. Both register sets pinned like vnni_tile4's. */
+QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K,
+                                const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a, float yt[QK_GEMM_MR][QK_GEMM_NR]) {
+    const int8_t *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    for (size_t j = 0; j < ng; j++) {
+        __m256i c00 = _mm256_set1_epi32(-off * sums[j]), c10 = _mm256_set1_epi32(-off * sums[ng + j]);
+        __m256i c20 = _mm256_set1_epi32(-off * sums[2 * ng + j]), c30 = _mm256_set1_epi32(-off * sums[3 * ng + j]);
+        __m256i c01 = c00, c11 = c10, c21 = c20, c31 = c30;
+        if (u4) {
+            for (size_t kb = j * g, ke = kb + g; kb < ke; kb += 32) { /* eight quads: 8·2·15·127 < 32768 */
+                __m256i p00 = _mm256_setzero_si256(), p01 = p00, p10 = p00, p11 = p00, p20 = p00, p21 = p00, p30 = p00, p31 = p00;
+                for (size_t k = kb, kq = ke - kb > 32 ? kb + 32 : ke; k < kq; k += 4) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
+                    const __m256i w0 = _mm256_and_si256(v, m4), w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    __m256i b = bcast4(a0 + k);
+                    p00 = _mm256_add_epi16(p00, _mm256_maddubs_epi16(w0, b));
+                    p01 = _mm256_add_epi16(p01, _mm256_maddubs_epi16(w1, b));
+                    b = bcast4(a1 + k);
+                    p10 = _mm256_add_epi16(p10, _mm256_maddubs_epi16(w0, b));
+                    p11 = _mm256_add_epi16(p11, _mm256_maddubs_epi16(w1, b));
+                    b = bcast4(a2 + k);
+                    p20 = _mm256_add_epi16(p20, _mm256_maddubs_epi16(w0, b));
+                    p21 = _mm256_add_epi16(p21, _mm256_maddubs_epi16(w1, b));
+                    b = bcast4(a3 + k);
+                    p30 = _mm256_add_epi16(p30, _mm256_maddubs_epi16(w0, b));
+                    p31 = _mm256_add_epi16(p31, _mm256_maddubs_epi16(w1, b));
+                    __asm__("" : "+x"(p00), "+x"(p01), "+x"(p10), "+x"(p11), "+x"(p20), "+x"(p21), "+x"(p30), "+x"(p31));
+                }
+                c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(p00, ones));
+                c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(p01, ones));
+                c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(p10, ones));
+                c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(p11, ones));
+                c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(p20, ones));
+                c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(p21, ones));
+                c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(p30, ones));
+                c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(p31, ones));
+            }
+        } else {
+            for (size_t k = j * g, ke = k + g; k < ke; k += 4) {
+                const uint8_t *c = codes + k * 16;
+                const __m256i wa0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)c));
+                const __m256i wb0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 16)));
+                const __m256i wa1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 32)));
+                const __m256i wb1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 48)));
+#define QK_S8T_ROW(ar, lo, hi)                                                                                                      \
+    do {                                                                                                                            \
+        const __m256i bq = bcast4((ar) + k);                                                                                        \
+        const __m256i pa = _mm256_srai_epi16(_mm256_slli_epi16(bq, 8), 8), pb = _mm256_srai_epi16(bq, 8);                          \
+        lo = _mm256_add_epi32(lo, _mm256_add_epi32(_mm256_madd_epi16(wa0, pa), _mm256_madd_epi16(wb0, pb)));                       \
+        hi = _mm256_add_epi32(hi, _mm256_add_epi32(_mm256_madd_epi16(wa1, pa), _mm256_madd_epi16(wb1, pb)));                       \
+    } while (0)
+                QK_S8T_ROW(a0, c00, c01);
+                QK_S8T_ROW(a1, c10, c11);
+                QK_S8T_ROW(a2, c20, c21);
+                QK_S8T_ROW(a3, c30, c31);
+#undef QK_S8T_ROW
+                __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21), "+x"(c30), "+x"(c31));
+            }
+        }
+        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
+        const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0, mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;
+        QK_TILE4_ROW(0, c00, c01);
+        QK_TILE4_ROW(1, c10, c11);
+        QK_TILE4_ROW(2, c20, c21);
+        QK_TILE4_ROW(3, c30, c31);
+    }
+}
+#define QK_AVX2_TILE4(name, U4)                                                                                                    \
+    static __attribute__((noinline)) void name(const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K, \
+                                               const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a,        \
+                                               float yt[QK_GEMM_MR][QK_GEMM_NR]) {                                                 \
+        avx2_tile4_body(U4, codes, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);                                                  \
+    }
+QK_AVX2_TILE4(avx2_tile4_u4, 1)
+QK_AVX2_TILE4(avx2_tile4_s8, 0)
+#undef QK_AVX2_TILE4
 #endif
 
 /* One piece [k0, k1) of group j for rows m0..m0+R-1 and one tile: int32 sums
@@ -459,17 +543,20 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
     /* f32 sums live in memory: the registers hold the int32 sums and operands */
     float yt[QK_GEMM_MR][QK_GEMM_NR];
     memset(yt, 0, sizeof yt);
-#ifdef QK_GEMM_VNNI
     if (R == QK_GEMM_MR && g % 4 == 0 && g <= QK_GEMM_CHUNK) {
         const int8_t *a0 = xq->codes + m0 * K;
         const float *sa = xq->scales + m0 * ng;
         const int32_t *sums = xq->sums + m0 * ng;
+#ifdef QK_GEMM_VNNI
         if (L == GL_U4Q) vnni_tile4_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
         else vnni_tile4_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+#else
+        if (L == GL_U4Q) avx2_tile4_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+        else avx2_tile4_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+#endif
         for (int m = 0; m < R; m++) memcpy(a->y + (m0 + m) * a->ldy + tile_n0, yt[m], ncols * sizeof(float));
         return;
     }
-#endif
     for (size_t j = 0; j < ng; j++) {
         const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
         for (size_t p0 = j * g, end = p0 + g; p0 < end;) {
