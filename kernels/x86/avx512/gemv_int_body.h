@@ -14,15 +14,20 @@
  *
  * Every variant computes, per row n and group j, the exact integer
  * Σ c·a (c = the stored unsigned code, or the int8 code plus QK_W8_OFF) and
- * removes the offset exactly and lane by lane: each int32 lane of a group's
- * accumulator starts at -off·(the sum of the activations it will meet),
- * computed once per chunk for all rows, so every lane holds a true partial
- * dot Σ q·a (no large biased lanes whose f32 sum would cancel). Then
+ * removes the offset exactly and lane by lane: each int32 lane of a block's
+ * (or group's) accumulator starts at -off·(the sum of the activations it will
+ * meet), formed once per call for all rows, so every lane holds a true
+ * partial dot Σ q·a (no large biased lanes whose f32 sum would cancel). Then
  * y += sw·sa·dot in f32, and for w4a y += Σ_j m_j·sa_j·Σa_j (the activation
- * group sums from actquant). Four rows per step share the activation loads.
- * g = 32: a 64-byte chunk holds two groups (lanes 0-7 and 8-15); any other
- * g accumulates the whole group in int32 (flushed to f32 every 32768 values,
- * far below int32 overflow) and scales it once. Tails are masked. */
+ * group sums from actquant).
+ *
+ * Rows are taken one after the other, so the codes are one sequential stream
+ * (and the scales a second one), prefetched GI_PF bytes ahead: on the Zen 5
+ * VM this was tuned on, several interleaved row streams read DRAM a quarter
+ * slower than one, and 1 KiB ahead left a sixth of the bandwidth unused.
+ * The common shapes (whole 64- or 128-value blocks, g dividing the block or
+ * a multiple of it) take the table path below; any other shape (odd K, g = K
+ * not a multiple of the block) the generic one-row code. */
 #ifndef QK_GEMV_INT_BODY_H
 #define QK_GEMV_INT_BODY_H
 
@@ -30,11 +35,16 @@
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
-enum { GI_R = 4, GI_FLUSH = 32768 };
+enum { GI_FLUSH = 32768 };
 
-/* Bytes of each weight row prefetched ahead: with several rows in flight the
- * hardware prefetchers alone leave DRAM bandwidth unused. */
-#define GI_PF 1024
+/* Bytes of the weight stream prefetched ahead of the one being read (the
+ * hardware prefetchers alone leave DRAM bandwidth unused). */
+#ifndef GI_PF
+#define GI_PF 4096
+#endif
+#ifndef GI_SPF
+#define GI_SPF 1024
+#endif
 
 typedef enum { GI_W4S, GI_W4A, GI_W8S, GI_Q4_0, GI_Q8_0 } gi_fmt;
 
@@ -85,21 +95,22 @@ QK_INLINE __m512i gi_weights(gi_fmt f, const uint8_t *row, size_t k, size_t nval
     }
 }
 
-/* Prefetch the weights of row `row` GI_PF bytes past those of chunk k (a
- * 64-value chunk spans at most 68 bytes, so two lines cover it). Past the end
- * of the row (rb bytes), the same place in the row GI_R rows below, which the
- * next step reads: rows are contiguous, and without this the first GI_PF
- * bytes of every row would be demand misses (a quarter to a half of a
- * 4096-wide row). */
-QK_INLINE void gi_prefetch(gi_fmt f, const uint8_t *row, size_t k, size_t rb) {
-    size_t o = f == GI_W4S || f == GI_W4A ? k / 2
-               : f == GI_W8S              ? k
-               : f == GI_Q4_0             ? (k / 32) * QK_Q4_0_BYTES
-                                          : (k / 32) * QK_Q8_0_BYTES;
-    o += GI_PF;
-    if (o >= rb) o += (GI_R - 1) * rb;
-    _mm_prefetch((const char *)row + o, _MM_HINT_T0);
-    if (f == GI_W8S || f == GI_Q8_0) _mm_prefetch((const char *)row + o + 64, _MM_HINT_T0);
+/* Byte offset of chunk k (64 values) in a row. */
+QK_INLINE size_t gi_off_bytes(gi_fmt f, size_t k) {
+    return f == GI_W4S || f == GI_W4A ? k / 2 : f == GI_W8S ? k : f == GI_Q4_0 ? (k / 32) * QK_Q4_0_BYTES : (k / 32) * QK_Q8_0_BYTES;
+}
+
+/* Prefetch GI_PF bytes past the weights of the 128 values at element k of a
+ * row. Rows are contiguous and read one after the other, so past a row's end
+ * this is the next row: one sequential stream over the whole matrix (on this
+ * class of machine several interleaved row streams read DRAM up to a
+ * quarter slower than one). A prefetch past the matrix does not fault. */
+QK_INLINE void gi_prefetch(gi_fmt f, const uint8_t *row, size_t k) {
+    const char *p = (const char *)row + gi_off_bytes(f, k) + GI_PF;
+    unsigned lines = f == GI_W4S || f == GI_W4A ? 1 : f == GI_Q4_0 || f == GI_W8S ? 2 : 3; /* 64, 72, 128, 136 bytes */
+    _mm_prefetch(p, _MM_HINT_T0);
+    if (lines > 1) _mm_prefetch(p + 64, _MM_HINT_T0);
+    if (lines > 2) _mm_prefetch(p + 128, _MM_HINT_T0);
 }
 
 QK_INLINE __m512i gi_dot(gi_fmt f, __m512i acc, __m512i w, __m512i a, qk8_act ap) {
@@ -144,86 +155,87 @@ QK_INLINE __m512 gi_wscales16(gi_fmt f, const qk_qmat *w, const uint8_t *row, si
     return qk512_load16_ps((const float *)w->scales + n_row * ng + j, n);
 }
 
-/* g = 32: two groups per 64-value chunk; the scales of 16 groups (sw·sa) are
- * formed once per row and spread to lanes 0-7 / 8-15 by one vpermps. */
-QK_INLINE void gi_rows_pair(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t nr) {
+/* The activations of chunk k (nv valid values) and their lane correction. */
+QK_INLINE __m512i gi_act(const qk_qact *xq, size_t k, size_t nv) {
+    return nv >= 64 ? _mm512_loadu_si512(xq->codes + k) : _mm512_maskz_loadu_epi8(qk512_mask64(nv), xq->codes + k);
+}
+
+/* One chunk: the exact per-lane dot Σ q·a of chunk k (lane correction included). */
+QK_INLINE __m512i gi_chunk(gi_fmt f, const uint8_t *row, __m512i av, size_t k, size_t nv, int off) {
+    return gi_dot(f, gi_lane_corr(off, av), gi_weights(f, row, k, nv), av, qk8_act_prep(av));
+}
+
+/* g = 32, row n: two groups per 64-value chunk; the scales of 16 groups
+ * (sw·sa) are formed once and spread to lanes 0-7 / 8-15 by one vpermps.
+ * Two accumulators (even and odd chunks) keep the FMA chain off the
+ * critical path. */
+QK_INLINE float gi_row_pair(gi_fmt f, const qk_matmul_args *a, size_t n) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     size_t K = a->K, ng = K / 32;
     int off = gi_off(f);
-    const size_t rb = w->row_bytes;
-    const uint8_t *row[GI_R];
-    __m512 acc[GI_R], s16[GI_R];
-    for (size_t r = 0; r < nr; r++) {
-        row[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm512_setzero_ps();
-    }
-    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const uint8_t *row = w->codes + n * w->row_bytes;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512i idx0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), two = _mm512_set1_epi32(2);
     for (size_t j0 = 0; j0 < ng; j0 += 16) {
         size_t nj = ng - j0 < 16 ? ng - j0 : 16;
-        __m512 sa16 = qk512_load16_ps(xq->scales + j0, nj);
-        for (size_t r = 0; r < nr; r++) s16[r] = _mm512_mul_ps(gi_wscales16(f, w, row[r], n0 + r, ng, j0, nj), sa16);
+        __m512 s16 = _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j0, nj), qk512_load16_ps(xq->scales + j0, nj));
         __m512i idx = idx0;
-        size_t kend = (j0 + nj) * 32;
-        for (size_t k = j0 * 32; k < kend; k += 64) {
+        size_t k = j0 * 32, kend = (j0 + nj) * 32;
+        for (; k + 128 <= kend; k += 128) {
+            gi_prefetch(f, row, k);
+            __m512i av0 = _mm512_loadu_si512(xq->codes + k), av1 = _mm512_loadu_si512(xq->codes + k + 64);
+            __m512i d0 = gi_chunk(f, row, av0, k, 64, off), d1 = gi_chunk(f, row, av1, k + 64, 64, off);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
+            idx = _mm512_add_epi32(idx, two);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
+            idx = _mm512_add_epi32(idx, two);
+        }
+        for (; k < kend; k += 64) {
             size_t nv = kend - k < 64 ? kend - k : 64;
-            __m512i av = nv == 64 ? _mm512_loadu_si512(xq->codes + k) : _mm512_maskz_loadu_epi8(qk512_mask64(nv), xq->codes + k);
-            qk8_act ap = qk8_act_prep(av);
-            __m512i corr = gi_lane_corr(off, av);
-            for (size_t r = 0; r < nr; r++) {
-                gi_prefetch(f, row[r], k, rb);
-                __m512i d = gi_dot(f, corr, gi_weights(f, row[r], k, nv), av, ap);
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s16[r]), acc[r]);
-            }
-            idx = _mm512_add_epi32(idx, _mm512_set1_epi32(2));
+            gi_prefetch(f, row, k);
+            __m512i d = gi_chunk(f, row, gi_act(xq, k, nv), k, nv, off);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s16), acc0);
+            idx = _mm512_add_epi32(idx, two);
         }
     }
-    for (size_t r = 0; r < nr; r++) a->y[n0 + r] = _mm512_reduce_add_ps(acc[r]);
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-/* Any other g: int32 over the group (flushed every GI_FLUSH values). */
-QK_INLINE void gi_rows_group(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t nr) {
+/* Any other g, row n: int32 over the group (flushed every GI_FLUSH values),
+ * even and odd chunks in two accumulators, the offset correction summed
+ * alongside and removed lane by lane at the group's end. */
+QK_INLINE float gi_row_group(gi_fmt f, const qk_matmul_args *a, size_t n) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     size_t K = a->K, g = a->group, ng = K / g;
     int off = gi_off(f);
-    const size_t rb = w->row_bytes;
-    const uint8_t *row[GI_R];
-    __m512 acc[GI_R];
-    __m512i d[GI_R];
-    for (size_t r = 0; r < nr; r++) {
-        row[r] = w->codes + (n0 + r) * w->row_bytes;
-        acc[r] = _mm512_setzero_ps();
-    }
+    const uint8_t *row = w->codes + n * w->row_bytes;
+    __m512 acc = _mm512_setzero_ps();
     for (size_t j = 0; j < ng; j++) {
-        __m512 sa = _mm512_set1_ps(xq->scales[j]);
+        __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
         size_t e = (j + 1) * g;
         for (size_t k0 = j * g; k0 < e; k0 += GI_FLUSH) {
-            size_t stop = k0 + GI_FLUSH < e ? k0 + GI_FLUSH : e;
-            __m512i corr = _mm512_setzero_si512();
-            if (off)
-                for (size_t k = k0; k < stop; k += 64) {
-                    size_t nv = stop - k < 64 ? stop - k : 64;
-                    corr = qk_offset_dot(corr, off, _mm512_maskz_loadu_epi8(qk512_mask64(nv), xq->codes + k));
-                }
-            corr = _mm512_sub_epi32(_mm512_setzero_si512(), corr);
-            for (size_t r = 0; r < nr; r++) d[r] = corr;
-            for (size_t k = k0; k < stop; k += 64) {
+            size_t stop = k0 + GI_FLUSH < e ? k0 + GI_FLUSH : e, k = k0;
+            __m512i d0 = _mm512_setzero_si512(), d1 = d0;
+            for (; k + 128 <= stop; k += 128) {
+                gi_prefetch(f, row, k);
+                __m512i av0 = _mm512_loadu_si512(xq->codes + k), av1 = _mm512_loadu_si512(xq->codes + k + 64);
+                d0 = gi_dot(f, d0, gi_weights(f, row, k, 64), av0, qk8_act_prep(av0));
+                d1 = gi_dot(f, d1, gi_weights(f, row, k + 64, 64), av1, qk8_act_prep(av1));
+                if (off) d0 = _mm512_sub_epi32(d0, qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), off, av0), off, av1));
+            }
+            for (; k < stop; k += 64) {
                 size_t nv = stop - k < 64 ? stop - k : 64;
-                __m512i av = nv == 64 ? _mm512_loadu_si512(xq->codes + k) : _mm512_maskz_loadu_epi8(qk512_mask64(nv), xq->codes + k);
-                qk8_act ap = qk8_act_prep(av);
-                for (size_t r = 0; r < nr; r++) {
-                    gi_prefetch(f, row[r], k, rb);
-                    d[r] = gi_dot(f, d[r], gi_weights(f, row[r], k, nv), av, ap);
-                }
+                gi_prefetch(f, row, k);
+                __m512i av = gi_act(xq, k, nv);
+                d0 = gi_dot(f, d0, gi_weights(f, row, k, nv), av, qk8_act_prep(av));
+                if (off) d0 = _mm512_sub_epi32(d0, qk_offset_dot(_mm512_setzero_si512(), off, av));
             }
-            for (size_t r = 0; r < nr; r++) {
-                __m512 s = _mm512_mul_ps(_mm512_set1_ps(gi_wscale(f, w, row[r], n0 + r, ng, j)), sa);
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[r]), s, acc[r]);
-            }
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), s, acc);
         }
     }
-    for (size_t r = 0; r < nr; r++) a->y[n0 + r] = _mm512_reduce_add_ps(acc[r]);
+    return _mm512_reduce_add_ps(acc);
 }
 
 /* w4a: y += Σ_j m_j·sa_j·Σa_j. */
@@ -242,32 +254,189 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
     return _mm512_reduce_add_ps(acc);
 }
 
-/* Prefetch the scales (and offsets) of rows [n0, n1): read 16 groups at a
- * time, row after row, they are a pattern the hardware prefetcher misses. */
-static void gi_prefetch_scales(gi_fmt f, const qk_matmul_args *a, size_t n0, size_t n1) {
-    const qk_qmat *w = a->w;
-    if (f == GI_Q4_0 || f == GI_Q8_0 || n0 >= n1) return;
-    size_t ss = w->scale_type == QK_SCALE_F16 ? 2 : 4, ng = a->K / a->group, bytes = (n1 - n0) * ng * ss;
-    const char *s = (const char *)w->scales + n0 * ng * ss, *m = f == GI_W4A ? (const char *)w->mins + n0 * ng * ss : NULL;
-    for (size_t i = 0; i < bytes; i += 64) {
-        _mm_prefetch(s + i, _MM_HINT_T0);
-        if (m) _mm_prefetch(m + i, _MM_HINT_T0);
+/* ---- fast path: per-call tables, one row after the other ----
+ * Per segment of at most GI_SEG values (all of K for K <= GI_SEG), formed
+ * once and shared by every row: the lane correction of each block (g = 32)
+ * or group (other g), and for w4s/w4a the activations split into their
+ * even and odd elements. A 64-byte load of plain 4-bit codes then holds 128
+ * values whose low nibbles are the even elements and high nibbles the odd
+ * ones: dword lane l gets elements 8l..8l+7 from two dot products with no
+ * widening shuffle (lanes 4j..4j+3 are group j at g = 32). */
+enum { GI_SEG = 16384 };
+
+typedef struct gi_ws {
+    __m512i corr[GI_SEG / 64]; /* per block (g = 32) or per group */
+    __m512i ae[GI_SEG / 128], ao[GI_SEG / 128]; /* w4: even / odd activations of each 128-value block */
+} gi_ws;
+
+QK_INLINE int gi_w4(gi_fmt f) { return f == GI_W4S || f == GI_W4A; }
+QK_INLINE size_t gi_blk(gi_fmt f) { return gi_w4(f) ? 128 : 64; }
+
+/* Tables of segment [k0, k0 + len) (len a multiple of the block, and of g unless g = 32). */
+static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, size_t g, gi_ws *ws) {
+    const int off = gi_off(f), pair = gi_blk(f) % g == 0;
+    const size_t B = gi_blk(f), nb = len / B, bpg = pair ? 1 : g / B;
+    const __m512i even = _mm512_set1_epi16(0xff), perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    for (size_t b = 0; b < nb; b++) {
+        const int8_t *x = xq->codes + k0 + b * B;
+        __m512i c = _mm512_setzero_si512();
+        if (gi_w4(f)) {
+            __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64);
+            __m512i e = _mm512_packus_epi16(_mm512_and_si512(x0, even), _mm512_and_si512(x1, even));
+            __m512i o = _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8));
+            ws->ae[b] = _mm512_permutexvar_epi64(perm, e);
+            ws->ao[b] = _mm512_permutexvar_epi64(perm, o);
+            if (off) c = qk_offset_dot(qk_offset_dot(c, off, ws->ae[b]), off, ws->ao[b]);
+        } else if (off) {
+            c = qk_offset_dot(c, off, _mm512_loadu_si512(x));
+        }
+        c = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+        if (b % bpg == 0) ws->corr[b / bpg] = c;
+        else ws->corr[b / bpg] = _mm512_add_epi32(ws->corr[b / bpg], c);
     }
 }
 
+/* Σ c·a of block b of the segment (plus `acc`), row codes at `p` (the block's first byte). */
+QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_ws *ws, const int8_t *xa, size_t b) {
+    if (gi_w4(f)) {
+        __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f);
+        acc = qk4_dot(acc, _mm512_and_si512(v, m), ws->ae[b]);
+        return qk4_dot(acc, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), ws->ao[b]);
+    }
+    __m512i av = _mm512_loadu_si512(xa);
+    if (f == GI_W8S) return qk8_dot(acc, qk8_weights(_mm512_loadu_si512(p)), qk8_act_prep(av));
+    if (f == GI_Q4_0) return qk4_dot(acc, gi_q4_0_codes(p, 1), av);
+    return qk8_dot(acc, qk8_weights(gi_q8_0_codes(p, 1)), qk8_act_prep(av));
+}
+
+QK_INLINE size_t gi_blk_bytes(gi_fmt f) { return gi_w4(f) ? 64 : f == GI_W8S ? 64 : f == GI_Q4_0 ? 2 * QK_Q4_0_BYTES : 2 * QK_Q8_0_BYTES; }
+
+/* Prefetch the scales (and offsets) GI_SPF bytes past those of group i (of
+ * the whole matrix): they are a second sequential stream. */
+QK_INLINE void gi_prefetch_scales(gi_fmt f, const qk_qmat *w, size_t i) {
+    if (f == GI_Q4_0 || f == GI_Q8_0) return;
+    size_t o = i * (w->scale_type == QK_SCALE_F16 ? 2 : 4) + GI_SPF;
+    _mm_prefetch((const char *)w->scales + o, _MM_HINT_T0);
+    if (f == GI_W4A) _mm_prefetch((const char *)w->mins + o, _MM_HINT_T0);
+}
+
+/* w4a: acc + m·sa·Σa over the nj (<= 16) groups from group i of the matrix
+ * (offsets m) and of the activations (sa, sums). */
+QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, const int32_t *sums, __m512 acc) {
+    __m512 mv = w->scale_type == QK_SCALE_F16 ? qk512_load16_ph((const uint16_t *)w->mins + i, nj) : qk512_load16_ps((const float *)w->mins + i, nj);
+    return _mm512_fmadd_ps(mv, _mm512_mul_ps(sa, _mm512_cvtepi32_ps(qk512_load16_epi32(sums, nj))), acc);
+}
+
+/* Row n over the segment [k0, k0 + len), g dividing the block (gpb groups
+ * per block): the scales of 16 groups (sw·sa) are formed once and spread to
+ * the lanes of each block by one vpermps (lane l of a block is group
+ * l·gpb/16 of it). */
+QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len) {
+    const qk_qmat *w = a->w;
+    const qk_qact *xq = a->xq;
+    const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), gpb = B / g;
+    const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx0 = _mm512_srli_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32((int)gpb)), 4);
+    const __m512i step = _mm512_set1_epi32((int)gpb);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    size_t nb = len / B, b = 0;
+    for (size_t j0 = k0 / g; b < nb; j0 += 16) {
+        size_t nj = ng - j0 < 16 ? ng - j0 : 16, be = b + nj / gpb;
+        gi_prefetch_scales(f, w, n * ng + j0);
+        __m512 sa16 = qk512_load16_ps(xq->scales + j0, nj), s16 = _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j0, nj), sa16);
+        if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j0, nj, sa16, xq->sums + j0, acc1);
+        __m512i idx = idx0;
+        for (; b + 2 <= be; b += 2, p += 2 * bb) {
+            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 128, _MM_HINT_T0);
+            __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
+            __m512i d1 = gi_blk_dot(f, ws->corr[b + 1], p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
+            idx = _mm512_add_epi32(idx, step);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
+            idx = _mm512_add_epi32(idx, step);
+        }
+        if (b < be) {
+            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+            __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
+            b++, p += bb;
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+/* Row n over the segment [k0, k0 + len), g a multiple of the block. */
+QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len) {
+    const qk_qmat *w = a->w;
+    const qk_qact *xq = a->xq;
+    const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), bpg = g / B;
+    const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t jj = 0; jj < len / g; jj++) {
+        size_t j = k0 / g + jj, b = jj * bpg, be = b + bpg;
+        if (jj % 16 == 0) {
+            gi_prefetch_scales(f, w, n * ng + j);
+            if (f == GI_W4A) {
+                size_t nj = len / g - jj < 16 ? len / g - jj : 16;
+                acc = gi_min_fma(w, n * ng + j, nj, qk512_load16_ps(xq->scales + j, nj), xq->sums + j, acc);
+            }
+        }
+        __m512i d0 = ws->corr[jj], d1 = _mm512_setzero_si512();
+        for (; b + 2 <= be; b += 2, p += 2 * bb) {
+            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 128, _MM_HINT_T0);
+            d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
+            d1 = gi_blk_dot(f, d1, p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
+        }
+        if (b < be) {
+            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+            d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
+            b++, p += bb;
+        }
+        __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), s, acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* 1 if the fast path takes this call: whole blocks, g = 32 or a multiple of
+ * the block no larger than a segment. */
+QK_INLINE int gi_fast(gi_fmt f, const qk_matmul_args *a) {
+    size_t B = gi_blk(f), g = a->group;
+    return a->K % B == 0 && (B % g == 0 || (g % B == 0 && g <= GI_SEG));
+}
+
 QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
-    int pair = a->group == 32;
-    size_t n = 0;
-    gi_prefetch_scales(f, a, 0, GI_R < a->N ? GI_R : a->N);
-    for (; n + GI_R <= a->N; n += GI_R) {
-        gi_prefetch_scales(f, a, n + GI_R, n + 2 * GI_R < a->N ? n + 2 * GI_R : a->N);
-        if (pair) gi_rows_pair(f, a, n, GI_R);
-        else gi_rows_group(f, a, n, GI_R);
+    if (gi_fast(f, a)) {
+        gi_ws ws __attribute__((aligned(64)));
+        const int pair = gi_blk(f) % a->group == 0;
+        size_t seg = pair ? GI_SEG : GI_SEG / a->group * a->group;
+        for (size_t k0 = 0; k0 < a->K; k0 += seg) {
+            size_t len = a->K - k0 < seg ? a->K - k0 : seg;
+            gi_prep(f, a->xq, k0, len, a->group, &ws);
+            if (pair)
+                for (size_t n = 0; n < a->N; n++) {
+                    float v = gi_seg_pair(f, a, &ws, n, k0, len);
+                    a->y[n] = k0 ? a->y[n] + v : v;
+                }
+            else
+                for (size_t n = 0; n < a->N; n++) {
+                    float v = gi_seg_group(f, a, &ws, n, k0, len);
+                    a->y[n] = k0 ? a->y[n] + v : v;
+                }
+        }
+        return;
     }
-    for (; n < a->N; n++) {
-        if (pair) gi_rows_pair(f, a, n, 1);
-        else gi_rows_group(f, a, n, 1);
-    }
+    if (a->group == 32)
+        for (size_t n = 0; n < a->N; n++) a->y[n] = gi_row_pair(f, a, n);
+    else
+        for (size_t n = 0; n < a->N; n++) a->y[n] = gi_row_group(f, a, n);
     if (f == GI_W4A)
         for (size_t i = 0; i < a->N; i++) a->y[i] += gi_w4a_min_term(a, i);
 }
