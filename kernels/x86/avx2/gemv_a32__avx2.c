@@ -13,9 +13,13 @@
 #endif
 #include "x86/avx2/avx2_common.h"
 
+#ifndef QK_A32_R
 #define QK_A32_R 4
+#endif
 #define QK_A32_STEP 256
+#ifndef QK_A32_PF
 #define QK_A32_PF 1024
+#endif
 #define QK_INLINE static inline __attribute__((always_inline))
 
 enum { F_W4S, F_W4A, F_W8S };

@@ -30,11 +30,16 @@
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
-enum { R = 8 }; /* rows per step */
+#ifndef A32_R
+#define A32_R 8
+#endif
+enum { R = A32_R }; /* rows per step */
 
 /* Bytes of each weight row prefetched ahead (several rows in flight leave
  * DRAM bandwidth unused with the hardware prefetchers alone). */
+#ifndef PF
 #define PF 1024
+#endif
 #define PREFETCH(p) _mm_prefetch((const char *)(p) + PF, _MM_HINT_T0)
 
 static const float c8_tab[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
@@ -94,8 +99,13 @@ QK_INLINE void w4_rows(const qk_matmul_args *a, size_t n0, size_t nr, int asym) 
 
 /* ---- w4s, w4a, K % 128 == 0: 64-byte blocks of codes, x transposed ---- */
 
-enum { RT = 8 };   /* rows per step */
+#ifndef A32_RT
+#define A32_RT 8
+#endif
+enum { RT = A32_RT };   /* rows per step */
+#ifndef TPF
 #define TPF 1024  /* bytes of codes prefetched ahead in each row */
+#endif
 #define TSPF 256  /* bytes of scales (and offsets) prefetched ahead in each row */
 
 /* The scales (or offsets) of row n, block b (elements 128b..128b+127), lane by lane. */
