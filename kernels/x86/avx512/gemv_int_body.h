@@ -128,6 +128,25 @@ QK_INLINE float gi_wscale(gi_fmt f, const qk_qmat *w, const uint8_t *row, size_t
 /* Scales of groups j..j+n-1 (n <= 16) of one row as f32 (q4_0/q8_0: the
  * blocks' fp16 d, assembled in general registers: a vpgatherdd costs more). */
 QK_INLINE __m512 gi_wscales16(gi_fmt f, const qk_qmat *w, const uint8_t *row, size_t n_row, size_t ng, size_t j, size_t n) {
+    if (f == GI_Q4_0 && n == 16) { /* d of block i is word 9i of the 288 bytes: two word permutes */
+        const uint8_t *p = row + j * QK_Q4_0_BYTES;
+        static const uint16_t w9[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
+        const __m512i ia = _mm512_loadu_si512(w9), ib = ia;
+        __m512i r0 = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), ia, _mm512_loadu_si512(p + 64));
+        __m512i r1 = _mm512_permutex2var_epi16(_mm512_loadu_si512(p + 144), ib, _mm512_loadu_si512(p + 208));
+        return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_mask_blend_epi16(0xff00, r0, r1)));
+    }
+    if (f == GI_Q8_0 && n == 16) { /* d of block i is word 17i of the 544 bytes: four word permutes */
+        const uint8_t *p = row + j * QK_Q8_0_BYTES;
+        static const uint16_t w17[32] = {0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51};
+        const __m512i iq = _mm512_loadu_si512(w17);
+        __m512i r = _mm512_setzero_si512();
+        for (int q = 0; q < 4; q++) {
+            __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(p + 136 * q), iq, _mm512_loadu_si512(p + 136 * q + 64));
+            r = _mm512_mask_blend_epi16((__mmask32)(0xfu << (4 * q)), r, v);
+        }
+        return _mm512_cvtph_ps(_mm512_castsi512_si256(r));
+    }
     if (f == GI_Q4_0 || f == GI_Q8_0) {
         const size_t bytes = f == GI_Q4_0 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES;
         const uint8_t *p = row + j * bytes;
