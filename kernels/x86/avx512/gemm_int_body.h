@@ -108,23 +108,104 @@ static inline uint32_t gm_step_bytes(gm_fmt f, const qk_qmat *w, size_t n, size_
     return v;
 }
 
+/* gm_spread4 on 16 dwords. */
+static inline __m512i gm_spread4_v(__m512i p) {
+    const __m512i m8 = _mm512_set1_epi32(0x00ff00ff), m4 = _mm512_set1_epi32(0x0f0f0f0f);
+    __m512i lo = _mm512_and_si512(p, _mm512_set1_epi32(0xffff)), hi = _mm512_srli_epi32(p, 16);
+    lo = _mm512_and_si512(_mm512_or_si512(lo, _mm512_slli_epi32(lo, 8)), m8);
+    lo = _mm512_and_si512(_mm512_or_si512(lo, _mm512_slli_epi32(lo, 4)), m4);
+    hi = _mm512_and_si512(_mm512_or_si512(hi, _mm512_slli_epi32(hi, 8)), m8);
+    hi = _mm512_and_si512(_mm512_or_si512(hi, _mm512_slli_epi32(hi, 4)), m4);
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
+}
+
+/* The dwords at byte offsets off, off+4, off+8, off+12 of the 16 rows
+ * base + r·rb (r = 0..15), transposed: t[q] lane r = dword q of row r. */
+static inline void gm_load_t4(const uint8_t *base, size_t rb, size_t off, __m512i t[4]) {
+    __m512i z[4];
+    for (size_t q = 0; q < 4; q++) { /* z[q] lane L = the 16 bytes of row 4L + q */
+        const uint8_t *p = base + q * rb + off;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 4 * rb)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 8 * rb)), 2);
+        z[q] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 12 * rb)), 3);
+    }
+    __m512i a = _mm512_unpacklo_epi32(z[0], z[1]), b = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i c = _mm512_unpacklo_epi32(z[2], z[3]), d = _mm512_unpackhi_epi32(z[2], z[3]);
+    t[0] = _mm512_unpacklo_epi64(a, c);
+    t[1] = _mm512_unpackhi_epi64(a, c);
+    t[2] = _mm512_unpacklo_epi64(b, d);
+    t[3] = _mm512_unpackhi_epi64(b, d);
+}
+
+/* Steps 4u..4u+3 of group j for the 16 rows n..n+15 (all < N, every step of
+ * the group whole), in the packed form of gm_step_bytes. */
+static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j, size_t u, __m512i o[4]) {
+    const uint8_t *base = w->codes + n * w->row_bytes;
+    size_t rb = w->row_bytes, g = w->group, k = j * g + 4 * u * gm_kstep(f);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), x80 = _mm512_set1_epi8((char)0x80);
+    __m512i t[4];
+    switch (f) {
+    case GM_W8S:
+    case GM_Q8_0:
+        gm_load_t4(base, rb, f == GM_W8S ? k : (k / 32) * QK_Q8_0_BYTES + 2 + k % 32, t);
+        for (size_t q = 0; q < 4; q++) o[q] = _mm512_xor_si512(t[q], x80);
+        return;
+    case GM_W4S:
+    case GM_W4A:
+        gm_load_t4(base, rb, k / 2, t);
+        for (size_t q = 0; q < 4; q++) o[q] = gm_spread4_v(t[q]);
+        return;
+    default: /* q4_0 (u = 0): qs[0..15]; step s: low (s < 2) or high nibbles of qs[8(s&1) .. +7] */
+        gm_load_t4(base, rb, j * QK_Q4_0_BYTES + 2, t);
+        o[0] = _mm512_or_si512(_mm512_and_si512(t[0], m4), _mm512_slli_epi32(_mm512_and_si512(t[1], m4), 4));
+        o[1] = _mm512_or_si512(_mm512_and_si512(t[2], m4), _mm512_slli_epi32(_mm512_and_si512(t[3], m4), 4));
+        o[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(t[0], 4), m4), _mm512_andnot_si512(m4, t[1]));
+        o[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(t[2], 4), m4), _mm512_andnot_si512(m4, t[3]));
+        return;
+    }
+}
+
+/* Whole 16-row blocks of whole steps (a multiple of 4 per group) go through
+ * gm_pack_steps4; the rest (rows past N, other groups) byte by byte. Scales
+ * row by row (each row's scales are contiguous). */
 static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
     size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
-    size_t gb = gm_group_bytes(f, g);
+    size_t gb = gm_group_bytes(f, g), scoff = ns * GM_NB * 64;
+    int fast = g % ks == 0 && ns % 4 == 0;
     uint8_t *out = (uint8_t *)packed;
     for (size_t n0 = 0; n0 < N; n0 += GM_NR) {
         for (size_t j = 0; j < ng; j++) {
             uint8_t *codes = out + j * gb;
-            float *sc = (float *)(codes + ns * GM_NB * 64), *mn = sc + GM_NR;
-            memset(codes, 0, gb);
-            for (size_t c = 0; c < GM_NR && n0 + c < N; c++) {
-                size_t n = n0 + c, b = c / 16, l = c % 16;
-                for (size_t s = 0; s < ns; s++) {
-                    uint32_t v = gm_step_bytes(f, w, n, j * g + s * ks, (j + 1) * g);
-                    memcpy(codes + (s * GM_NB + b) * 64 + 4 * l, &v, 4);
+            for (size_t b = 0; b < GM_NB; b++) {
+                if (fast && n0 + 16 * b + 16 <= N) {
+                    for (size_t u = 0; u < ns / 4; u++) {
+                        __m512i o[4];
+                        gm_pack_steps4(f, w, n0 + 16 * b, j, u, o);
+                        for (size_t q = 0; q < 4; q++) _mm512_storeu_si512(codes + ((4 * u + q) * GM_NB + b) * 64, o[q]);
+                    }
+                    continue;
                 }
-                sc[c] = qk_qmat_scale(w, n, j);
-                if (f == GM_W4A) mn[c] = qk_qmat_min(w, n, j);
+                for (size_t s = 0; s < ns; s++) memset(codes + (s * GM_NB + b) * 64, 0, 64);
+                for (size_t l = 0; l < 16 && n0 + 16 * b + l < N; l++)
+                    for (size_t s = 0; s < ns; s++) {
+                        uint32_t v = gm_step_bytes(f, w, n0 + 16 * b + l, j * g + s * ks, (j + 1) * g);
+                        memcpy(codes + (s * GM_NB + b) * 64 + 4 * l, &v, 4);
+                    }
+            }
+        }
+        for (size_t c = 0; c < GM_NR; c++) {
+            size_t n = n0 + c;
+            for (size_t j = 0; j < ng; j++) {
+                float *sc = (float *)(out + j * gb + scoff);
+                float v = 0.0f, m = 0.0f;
+                if (n < N) {
+                    if (f == GM_Q4_0 || f == GM_Q8_0) v = qk_qmat_scale(w, n, j);
+                    else v = qk_load_scale(w->scales, n * ng + j, w->scale_type);
+                    if (f == GM_W4A) m = qk_load_scale(w->mins, n * ng + j, w->scale_type);
+                }
+                sc[c] = v;
+                if (f == GM_W4A) sc[GM_NR + c] = m;
             }
         }
         out += ng * gb;
