@@ -279,13 +279,26 @@ QK_INLINE void gm_step_tail(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], cons
     }
 }
 
+/* Software prefetch of the next K slice's packed weights (into L2) while
+ * the row tiles of this slice run from L1: n lines per group, from p up to e.
+ * The packed weights are read in memory order (tile by tile, slice by
+ * slice), so the next slice is the bytes right after this one. */
+typedef struct {
+    const uint8_t *p, *e;
+    size_t n;
+} gm_pf;
+
+QK_INLINE void gm_pf_group(gm_pf *pf) {
+    for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T1);
+}
+
 /* One register tile over columns [k0, k1) of K: mr (<= GM_MR) rows of X
  * from m0, nc (<= GM_NR) columns of Y from n0, added to Y (set when first).
  * [k0, k1) is whole groups, or (g > gm_slice(f)) one piece of one group. The
  * f32 accumulators live in memory (updated once per group), so the int32
  * ones, the weights and the broadcast fit the 32 registers. */
 QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
-                       size_t k0, size_t k1, int first) {
+                       size_t k0, size_t k1, int first, gm_pf *pf) {
     const qk_qact *xq = a->xq;
     size_t K = a->K, g = a->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
     size_t gb = gm_group_bytes(f, g);
@@ -329,6 +342,7 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
                 GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
             }
         }
+        gm_pf_group(pf);
         kg = ke;
     }
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
@@ -344,7 +358,7 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
 /* g = 32, whole groups [j0, j0 + nj): the common case, written with plain
  * pointer walks so the group loop stays small. */
 QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
-                         size_t j0, size_t nj, int first) {
+                         size_t j0, size_t nj, int first, gm_pf *pf) {
     const qk_qact *xq = a->xq;
     size_t K = a->K, ng = K / 32;
     const size_t gb = gm_group_bytes(f, 32), steps = 32 / gm_kstep(f);
@@ -387,6 +401,7 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
                 GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
             }
         }
+        gm_pf_group(pf);
     }
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
         float *y = a->y + (m0 + m) * a->ldy + n0;
@@ -398,12 +413,17 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
     }
 }
 
+/* Byte offset of column k of K (a step boundary) in a packed tile. */
+QK_INLINE size_t gm_koff(gm_fmt f, size_t g, size_t k) { return k / g * gm_group_bytes(f, g) + (k % g) / gm_kstep(f) * GM_NB * 64; }
+
 /* Column tile by column tile; within one, K slices of about gm_slice(f) values
  * (the tile's weights for a slice stay in L1) and, for each slice, every
- * row tile of X. */
+ * row tile of X, the row tiles together prefetching the next slice. */
 QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
     const uint8_t *wp = (const uint8_t *)a->wp;
-    size_t K = a->K, g = a->group, tb = gm_tile_bytes(f, a->w);
+    size_t K = a->K, g = a->group, tb = gm_tile_bytes(f, a->w), ntiles = (a->N + GM_NR - 1) / GM_NR;
+    size_t nmt = (a->M + GM_MR - 1) / GM_MR; /* row tiles per slice */
+    const uint8_t *wend = wp + ntiles * tb;
     for (size_t n0 = 0; n0 < a->N; n0 += GM_NR) {
         const uint8_t *tp = wp + n0 / GM_NR * tb;
         size_t nc = a->N - n0 < GM_NR ? a->N - n0 : GM_NR;
@@ -411,23 +431,28 @@ QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
             if (g <= gm_slice(f)) k1 = k0 + (gm_slice(f) / g) * g < K ? k0 + (gm_slice(f) / g) * g : K;
             else k1 = k0 + gm_slice(f) < (k0 / g + 1) * g ? k0 + gm_slice(f) : (k0 / g + 1) * g;
             int first = k0 == 0;
+            /* the next slice: as many bytes as this one, right after it */
+            size_t sb = (k1 == K ? tb : gm_koff(f, g, k1)) - gm_koff(f, g, k0), lines = (sb + 63) / 64;
+            size_t ngr = g <= gm_slice(f) ? (k1 - k0) / g : 1, per = (lines + nmt * ngr - 1) / (nmt * ngr);
+            const uint8_t *nx = k1 == K ? tp + tb : tp + gm_koff(f, g, k1);
+            gm_pf pf = {nx, (size_t)(wend - nx) < sb ? wend : nx + sb, per};
             size_t m0 = 0;
             if (g == 32) {
                 size_t j0 = k0 / 32, nj = (k1 - k0) / 32;
-                for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, first);
+                for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, first, &pf);
                 switch (a->M - m0) {
-                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, first); break;
-                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, first); break;
-                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, first); break;
+                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
+                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
+                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
                 default: break;
                 }
                 continue;
             }
-            for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first);
+            for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first, &pf);
             switch (a->M - m0) {
-            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first); break;
-            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first); break;
-            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first); break;
+            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first, &pf); break;
+            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first, &pf); break;
+            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first, &pf); break;
             default: break;
             }
         }
