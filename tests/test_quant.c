@@ -347,6 +347,47 @@ static void test_dequantize_variants(tu_rng *rng) {
     }
 }
 
+/* Dequantization of outputs large enough for the SIMD variants' streaming
+ * (non-temporal) stores: 512 x 4096 into a 64-byte aligned buffer, and the
+ * same rows at an odd stride (plain stores), both against the reference. */
+static void test_dequantize_large(tu_rng *rng) {
+    const size_t rows = 512, K = 4096;
+    for (size_t ki = 0; ki < qk_dequantize_kernel_count; ki++) {
+        const qk_dequantize_kernel *k = &qk_dequantize_kernels[ki];
+        if (k->tier == QK_TIER_SCALAR || !usable(k->tier, k->name)) continue;
+        const qk_dequantize_kernel *ref = scalar_dequantize(k->format);
+        int blocks = k->format == QK_Q4_0 || k->format == QK_Q8_0;
+        qk_qmat m = qalloc(k->format, blocks ? QK_SCALE_F16 : QK_SCALE_F32, rows, K, 32);
+        for (size_t i = 0; i < rows * m.row_bytes; i++) m.codes[i] = (uint8_t)tu_next(rng);
+        if (blocks)
+            for (size_t b = 0; b < rows * K / 32; b++) {
+                uint16_t h = qk_fp32_to_fp16((float)tu_gauss(rng));
+                memcpy(m.codes + b * (k->format == QK_Q4_0 ? 18 : 34), &h, 2);
+            }
+        else
+            for (size_t i = 0; i < rows * K / 32; i++) {
+                ((float *)m.scales)[i] = (float)tu_gauss(rng);
+                if (m.mins) ((float *)m.mins)[i] = (float)tu_gauss(rng);
+            }
+        void *pa = NULL, *pb = NULL;
+        size_t ldo = K + 5;
+        if (posix_memalign(&pa, 64, rows * ldo * sizeof(float)) || posix_memalign(&pb, 64, rows * ldo * sizeof(float))) exit(2);
+        float *ya = pa, *yb = pb;
+        for (int odd = 0; odd <= 1; odd++) {
+            size_t ldy = odd ? ldo : K;
+            CHECK(qk_dequantize_with(ref, &m, ya, ldy) == QK_OK, "%s", qk_last_error());
+            CHECK(qk_dequantize_with(k, &m, yb, ldy) == QK_OK, "%s", qk_last_error());
+            int same = 1;
+            for (size_t r = 0; r < rows; r++)
+                if (memcmp(ya + r * ldy, yb + r * ldy, K * sizeof(float))) same = 0;
+            CHECK(same, "%s %zux%zu ldy=%zu: not bit-exact with the reference", k->name, rows, K, ldy);
+        }
+        free(pa);
+        free(pb);
+        qk_qmat_free(&m);
+    }
+}
+
 static void test_actquant_variants(tu_rng *rng) {
     for (size_t ki = 0; ki < qk_actquant_kernel_count; ki++) {
         const qk_actquant_kernel *k = &qk_actquant_kernels[ki];
@@ -491,6 +532,7 @@ int main(void) {
     test_quantize_variants(&rng);
     test_nonfinite();
     test_dequantize_variants(&rng);
+    test_dequantize_large(&rng);
     test_actquant_variants(&rng);
     return tu_finish("test_quant");
 }
