@@ -24,9 +24,7 @@ enum { CHUNK = 16 };
  * by then). Spread over the time of the arithmetic, these keep more lines in
  * flight than prefetches issued in bursts with the first pass's loads, or
  * than a shorter distance: 1024x4096 from DRAM g32 w4s 34 -> 46-54 GB/s.
- * q4_0/q8_0 prefetch PF floats ahead in their first pass. */
-#define PF 1024
-#define PREFETCH(p) _mm_prefetch((const char *)((p) + PF), _MM_HINT_T0)
+ * q4_0/q8_0 do the same with their 32-value blocks. */
 #define PF_AHEAD(g) (4 * CHUNK * (g) < 4096 ? 4096 : 4 * CHUNK * (g) > 8192 ? 8192 : 4 * CHUNK * (g))
 QK_INLINE void prefetch64_ahead(const float *p, size_t g) {
     for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l + PF_AHEAD(g)), _MM_HINT_T0);
@@ -500,11 +498,6 @@ QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *
     __m512i am[CHUNK];
     __m512 vmx[CHUNK], vmn[CHUNK];
 #pragma GCC unroll 16
-    for (size_t i = 0; i < n; i++) {
-        PREFETCH(p[i]);
-        PREFETCH(p[i] + 16);
-    }
-#pragma GCC unroll 16
     for (size_t i = 0; i < CHUNK; i++) {
         __m512 v0 = i < n ? _mm512_loadu_ps(p[i]) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(p[i] + 16) : _mm512_setzero_ps();
         am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
@@ -541,17 +534,20 @@ QK_INLINE void q4_0_block(const float *x, __m512 id, uint8_t *dst) {
 QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
                           __mmask16 live) {
     if (q4) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            if (!(i & 1)) prefetch64_ahead(p[i], 32);
             if ((live >> i) & 1) {
                 qk_wr16(codes + (B0 + i) * QK_Q4_0_BYTES, hs[i]);
                 q4_0_block(p[i], _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
             }
+        }
         return;
     }
     size_t i = 0;
     if (live == 0xffff) /* pairs of blocks: 64 codes packed at once */
         for (; i < CHUNK; i += 2) {
             __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+            prefetch64_ahead(p[i], 32);
             __m512i q = pack64_epi8(qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id0)),
                                     qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id0)),
                                     qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i + 1]), id1)),
