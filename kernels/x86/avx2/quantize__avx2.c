@@ -10,11 +10,13 @@
 #endif
 #include "x86/avx2/avx2_common.h"
 
-/* Prefetch the lines 4 KiB past x[0..n): the rows stream from DRAM when they
- * are larger than the caches, and the hardware prefetcher alone falls behind
- * a loop that computes between its loads. */
-static inline void prefetch_ahead(const float *x, size_t n) {
-    for (size_t i = 0; i < n; i += 16) _mm_prefetch((const char *)(x + i + 1024), _MM_HINT_T0);
+/* Prefetch the two lines 16 KiB past x (32 floats): the rows stream from
+ * DRAM when they are larger than the caches, and the hardware prefetcher
+ * alone falls behind a loop that computes between its loads. Issued by the
+ * code pass, so the prefetches are spread over the arithmetic. */
+static inline void prefetch32_ahead(const float *x) {
+    _mm_prefetch((const char *)(x + 4096), _MM_HINT_T0);
+    _mm_prefetch((const char *)(x + 4096 + 16), _MM_HINT_T0);
 }
 
 /* Min and max of one group of finite values, and the |x| bits max. */
@@ -106,6 +108,7 @@ enum { FMT_W4S, FMT_W8S, FMT_W4A };
 static inline void group_codes(int fmt, const float *x, size_t g, __m256 m, __m256 id, uint8_t *dst) {
     size_t i = 0;
     for (; i + 32 <= g; i += 32) {
+        prefetch32_ahead(x + i);
         if (fmt == FMT_W8S) w8s_chunk(x + i, id, dst + i);
         else if (fmt == FMT_W4S) w4s_chunk(x + i, id, dst + i / 2);
         else w4a_chunk(x + i, m, id, dst + i / 2);
@@ -134,7 +137,6 @@ static int sym_row(int fmt, const float *x, const qk_qmat *out, size_t r) {
     for (size_t j0 = 0; j0 < ng; j0 += 8) {
         size_t nb = ng - j0 < 8 ? ng - j0 : 8;
         __m256i am[8];
-        prefetch_ahead(x + j0 * g, nb * g);
         for (size_t b = 0; b < 8; b++) am[b] = b < nb ? qk_avx2_absmax_bits(x + (j0 + b) * g, g) : _mm256_setzero_si256();
         __m256i amax = qk_avx2_reduce8_max_epi32(am);
         int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
@@ -156,7 +158,6 @@ static int w4a_row(const float *x, const qk_qmat *out, size_t r) {
     for (size_t j0 = 0; j0 < ng; j0 += 8) {
         size_t nb = ng - j0 < 8 ? ng - j0 : 8;
         __m256i mn[8], mx[8], am[8];
-        prefetch_ahead(x + j0 * g, nb * g);
         for (size_t b = 0; b < 8; b++) {
             if (b < nb) group_minmax(x + (j0 + b) * g, g, &mn[b], &mx[b], &am[b]);
             else mn[b] = mx[b] = am[b] = _mm256_setzero_si256();
@@ -250,7 +251,6 @@ static int blocks_row(int q8, const float *x, uint8_t *row, size_t nblk) {
     for (size_t j0 = 0; j0 < nblk; j0 += 8) {
         size_t nb = nblk - j0 < 8 ? nblk - j0 : 8;
         __m256i am[8];
-        prefetch_ahead(x + j0 * 32, nb * 32);
         for (size_t b = 0; b < 8; b++) am[b] = b < nb ? qk_avx2_absmax_bits(x + (j0 + b) * 32, 32) : _mm256_setzero_si256();
         __m256i amax = qk_avx2_reduce8_max_epi32(am);
         int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
@@ -274,6 +274,7 @@ static int blocks_row(int q8, const float *x, uint8_t *row, size_t nblk) {
         for (size_t b = 0; b < nb; b++) {
             if (nonfinite >> b & 1) continue;
             uint8_t *blk = row + (j0 + b) * bs;
+            prefetch32_ahead(x + (j0 + b) * 32);
             qk_wr16(blk, h[b]);
             if (q8) q8_0_codes(x + (j0 + b) * 32, bcast_lane(id, b), blk + 2);
             else q4_0_codes(x + (j0 + b) * 32, bcast_lane(id, b), blk + 2);
