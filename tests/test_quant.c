@@ -347,6 +347,35 @@ static void test_dequantize_variants(tu_rng *rng) {
     }
 }
 
+/* Quantization of inputs large enough for the SIMD variants' streaming
+ * (non-temporal) code stores: 512 x 4096, g = 32 and 128, against the
+ * reference (codes, scales and offsets). */
+static void test_quantize_large(tu_rng *rng) {
+    const size_t rows = 512, K = 4096;
+    float *x = malloc(rows * K * sizeof *x);
+    if (!x) exit(2);
+    for (size_t i = 0; i < rows * K; i++) x[i] = (float)tu_gauss(rng);
+    for (size_t ki = 0; ki < qk_quantize_kernel_count; ki++) {
+        const qk_quantize_kernel *k = &qk_quantize_kernels[ki];
+        if (k->tier == QK_TIER_SCALAR || !usable(k->tier, k->name)) continue;
+        int blocks = k->format == QK_Q4_0 || k->format == QK_Q8_0;
+        for (size_t g = 32; g <= 128; g *= 4) {
+            if (blocks && g != 32) continue;
+            qk_scale_type st = blocks ? QK_SCALE_F16 : QK_SCALE_F32;
+            qk_qmat a = qalloc(k->format, st, rows, K, g), b = qalloc(k->format, st, rows, K, g);
+            CHECK(qk_quantize_with(scalar_quantize(k->format), x, K, &a) == QK_OK, "%s", qk_last_error());
+            CHECK(qk_quantize_with(k, x, K, &b) == QK_OK, "%s", qk_last_error());
+            size_t sb = blocks ? 0 : rows * (K / g) * sizeof(float);
+            int same = !memcmp(a.codes, b.codes, rows * a.row_bytes) && (!sb || !memcmp(a.scales, b.scales, sb)) &&
+                       (!a.mins || !memcmp(a.mins, b.mins, sb));
+            CHECK(same, "%s %zux%zu g%zu: not bit-exact with the reference", k->name, rows, K, g);
+            qk_qmat_free(&a);
+            qk_qmat_free(&b);
+        }
+    }
+    free(x);
+}
+
 /* Dequantization of outputs large enough for the SIMD variants' streaming
  * (non-temporal) stores: 512 x 4096 into a 64-byte aligned buffer, and the
  * same rows at an odd stride (plain stores), both against the reference. */
@@ -533,6 +562,7 @@ int main(void) {
     test_nonfinite();
     test_dequantize_variants(&rng);
     test_dequantize_large(&rng);
+    test_quantize_large(&rng);
     test_actquant_variants(&rng);
     return tu_finish("test_quant");
 }
