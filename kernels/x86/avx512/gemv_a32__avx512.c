@@ -41,6 +41,12 @@ enum { R = A32_R }; /* rows per step */
 #define PF 1024
 #endif
 #define PREFETCH(p) _mm_prefetch((const char *)(p) + PF, _MM_HINT_T0)
+/* Prefetch PF bytes past byte o of a row of rb bytes; past the row's end, the
+ * same place nr rows further down, which the next step of nr rows reads (the
+ * rows are contiguous: without this the first PF bytes of every row would be
+ * demand misses, a quarter of a 4096-byte row). */
+#define PREFETCH_ROW(row, o, rb, nr) \
+    _mm_prefetch((const char *)(row) + (o) + PF + ((o) + PF >= (rb) ? ((nr) - 1) * (rb) : 0), _MM_HINT_T0)
 
 static const float c8_tab[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 static const float c0_tab[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -267,7 +273,7 @@ QK_INLINE void q4_0_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
             __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
             for (size_t r = 0; r < nr; r++) {
                 const uint8_t *p = blk[r] + b * QK_Q4_0_BYTES;
-                PREFETCH(p);
+                PREFETCH_ROW(blk[r], b * QK_Q4_0_BYTES, w->row_bytes, nr);
                 __m512 t = _mm512_mul_ps(c8, _mm512_set1_ps(d[r * DB + i]));
                 __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 2)));
                 acc[2 * r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(q, t), x0, acc[2 * r]);
@@ -288,12 +294,18 @@ void qk_gemv_q4_0_a32__avx512(const qk_matmul_args *a) {
 
 QK_INLINE __m512 widen8(const uint8_t *p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p))); }
 
-QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
+/* w8s: rows per step and bytes prefetched ahead by row length. Measured on
+ * 14336x4096 / 4096x14336 cold: 4-KiB rows run 25-27 GB/s with 4 rows 2 KiB
+ * ahead and 20 with 8 rows 1 KiB ahead; 14-KiB rows the other way round
+ * (28.6 vs 25). About 8 KiB are in flight either way. */
+enum { R8 = 8 };
+
+QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf) {
     const qk_qmat *w = a->w;
     size_t K = a->K, g = a->group, ng = K / g;
     const float *x = a->x;
-    __m512 acc[R], part[R];
-    const uint8_t *codes[R];
+    __m512 acc[R8], part[R8];
+    const uint8_t *codes[R8];
     for (size_t r = 0; r < nr; r++) {
         acc[r] = _mm512_setzero_ps();
         codes[r] = w->codes + (n0 + r) * w->row_bytes;
@@ -304,7 +316,10 @@ QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
         for (; k + 32 <= e; k += 32) {
             __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
             for (size_t r = 0; r < nr; r++) {
-                if (k % 64 == 0) PREFETCH(codes[r] + k);
+                if (k % 64 == 0) {
+                    size_t o = k + pf;
+                    _mm_prefetch((const char *)codes[r] + o + (o >= w->row_bytes ? (nr - 1) * w->row_bytes : 0), _MM_HINT_T0);
+                }
                 part[r] = _mm512_fmadd_ps(widen8(codes[r] + k), x0, part[r]);
                 part[r] = _mm512_fmadd_ps(widen8(codes[r] + k + 16), x1, part[r]);
             }
@@ -325,8 +340,11 @@ QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
 
 void qk_gemv_w8s_a32__avx512(const qk_matmul_args *a) {
     size_t n = 0;
-    for (; n + R <= a->N; n += R) w8s_rows(a, n, R);
-    for (; n < a->N; n++) w8s_rows(a, n, 1);
+    if (a->K <= 8192)
+        for (; n + 4 <= a->N; n += 4) w8s_rows(a, n, 4, 2048);
+    else
+        for (; n + R8 <= a->N; n += R8) w8s_rows(a, n, R8, 1024);
+    for (; n < a->N; n++) w8s_rows(a, n, 1, 1024);
 }
 
 QK_INLINE void q8_0_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
@@ -348,7 +366,7 @@ QK_INLINE void q8_0_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
             __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
             for (size_t r = 0; r < nr; r++) {
                 const uint8_t *p = blk[r] + b * QK_Q8_0_BYTES;
-                PREFETCH(p);
+                PREFETCH_ROW(blk[r], b * QK_Q8_0_BYTES, w->row_bytes, nr);
                 __m512 part = _mm512_mul_ps(widen8(p + 2), x0);
                 part = _mm512_fmadd_ps(widen8(p + 18), x1, part);
                 acc[r] = _mm512_fmadd_ps(part, _mm512_set1_ps(d[r * DB + i]), acc[r]);
