@@ -160,4 +160,22 @@ static inline __m256i qk_avx2_round_codes32(const float *x, __m256 id) {
                                  qk_avx2_round_away_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id)));
 }
 
+/// Pointers to the next n groups of g floats, row-major across rows of ng
+/// groups (row stride ldx); (*r, *j) is the next group's row and index.
+static inline void qk_avx2_group_ptrs(const float *x, size_t ldx, size_t g, size_t ng, size_t *r, size_t *j, size_t n,
+                                      const float **p) {
+    for (size_t i = 0; i < n; i++) {
+        p[i] = x + *r * ldx + *j * g;
+        if (++*j == ng) {
+            *j = 0;
+            ++*r;
+        }
+    }
+}
+
+/// round(v) half away from zero to int32 for v >= 0 or -0 (|v| < 2^31).
+static inline __m256i qk_avx2_round_pos_epi32(__m256 v) {
+    return _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_set1_ps(0.49999997f)));
+}
+
 #endif
