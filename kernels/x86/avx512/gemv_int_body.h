@@ -346,6 +346,10 @@ QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, co
     return _mm512_fmadd_ps(mv, _mm512_mul_ps(sa, _mm512_cvtepi32_ps(qk512_load16_epi32(sums, nj))), acc);
 }
 
+/* Bytes prefetched ahead in the table path: the block formats (whose scales
+ * sit among the codes) ran 5-30% faster cold with twice GI_PF, the others not. */
+QK_INLINE size_t gi_pf(gi_fmt f) { return f == GI_Q4_0 || f == GI_Q8_0 ? 2 * GI_PF : GI_PF; }
+
 /* Row n over the segment [k0, k0 + len), g dividing the block (gpb groups
  * per block): the scales of 16 groups (sw·sa) are formed once and spread to
  * the lanes of each block by one vpermps (lane l of a block is group
@@ -355,6 +359,7 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
     const qk_qact *xq = a->xq;
     const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), gpb = B / g;
     const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    const size_t pf = gi_pf(f);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i idx0 = _mm512_srli_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32((int)gpb)), 4);
     const __m512i step = _mm512_set1_epi32((int)gpb);
@@ -367,9 +372,9 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j0, nj, sa16, xq->sums + j0, acc1);
         __m512i idx = idx0;
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
-            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 128, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + pf + 128, _MM_HINT_T0);
             __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
             __m512i d1 = gi_blk_dot(f, ws->corr[b + 1], p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
@@ -378,8 +383,8 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
             idx = _mm512_add_epi32(idx, step);
         }
         if (b < be) {
-            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
             __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
@@ -394,6 +399,7 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
     const qk_qact *xq = a->xq;
     const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), bpg = g / B;
     const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    const size_t pf = gi_pf(f);
     __m512 acc = _mm512_setzero_ps();
     for (size_t jj = 0; jj < len / g; jj++) {
         size_t j = k0 / g + jj, b = jj * bpg, be = b + bpg;
@@ -406,15 +412,15 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
         }
         __m512i d0 = ws->corr[jj], d1 = _mm512_setzero_si512();
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
-            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 128, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + pf + 128, _MM_HINT_T0);
             d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
             d1 = gi_blk_dot(f, d1, p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
         }
         if (b < be) {
-            _mm_prefetch((const char *)p + GI_PF, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + GI_PF + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+            if (bb > 64) _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
             d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
             b++, p += bb;
         }
