@@ -1,10 +1,17 @@
 /* Weight quantization, AVX2 + FMA + F16C: bit-exact with kernels/ref/quantize_scalar.c.
  *
- * Groups are handled eight at a time: each group's extremes are reduced to one
- * vector, the eight vectors are reduced and transposed at once, and the eight
- * scales, their f16 rounding and their inverses are computed in one vector.
- * Codes are made 32 values at a time; a group whose length is not a multiple
- * of 32 (g = K only) finishes through a zero-padded 32-value buffer. */
+ * Groups are taken eight at a time in row-major order across rows (scales
+ * and codes of consecutive groups are contiguous): a first pass reduces each
+ * group's extremes to one vector, the eight vectors are reduced and
+ * transposed at once, and the eight scales, their f16 rounding and their
+ * inverses are computed in one vector; a second pass (data now in L1) writes
+ * the codes. For g = 32/64/128/256 (and the 32-value blocks of q4_0/q8_0) the
+ * first pass of the next eight groups is issued before the second pass of the
+ * current ones, so the out-of-order core hides the reductions' and the
+ * divisions' latency behind the code arithmetic (as the avx512 tier). Any
+ * other g, and a chunk holding NaN/Inf, takes the general path: codes 32
+ * values at a time, a group whose length is not a multiple of 32 (g = K only)
+ * finishing through a zero-padded 32-value buffer. */
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
 #error "this file needs the avx2 tier's flags"
 #endif
@@ -128,87 +135,350 @@ static inline void group_codes(int fmt, const float *x, size_t g, __m256 m, __m2
     }
 }
 
-/* One row of w4s or w8s. */
-static int sym_row(int fmt, const float *x, const qk_qmat *out, size_t r) {
-    size_t K = out->cols, g = out->group, ng = K / g, bytes_per_group = fmt == FMT_W8S ? g : g / 2;
-    const __m256 qmax = _mm256_set1_ps(fmt == FMT_W8S ? 127.0f : 7.0f);
-    uint8_t *codes = out->codes + r * out->row_bytes;
-    int bad = 0;
-    for (size_t j0 = 0; j0 < ng; j0 += 8) {
-        size_t nb = ng - j0 < 8 ? ng - j0 : 8;
-        __m256i am[8];
-        for (size_t b = 0; b < 8; b++) am[b] = b < nb ? qk_avx2_absmax_bits(x + (j0 + b) * g, g) : _mm256_setzero_si256();
-        __m256i amax = qk_avx2_reduce8_max_epi32(am);
-        int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
-        if (nonfinite) bad |= QK_ROW_NONFINITE;
-        __m256 s = _mm256_div_ps(_mm256_castsi256_ps(amax), qmax);
-        __m256 id = qk_avx2_inv_scale(store_scales8(out->scales, r * ng + j0, out->scale_type, s, nb, &bad));
-        for (size_t b = 0; b < nb; b++) {
-            if (nonfinite >> b & 1) continue;
-            group_codes(fmt, x + (j0 + b) * g, g, _mm256_setzero_ps(), bcast_lane(id, b), codes + (j0 + b) * bytes_per_group);
-        }
-    }
-    return bad;
+#define QK_INLINE static inline __attribute__((always_inline))
+
+enum { CHUNK = 8 };
+
+/* The second passes of the fixed-g paths prefetch PF_AHEAD(g) floats past
+ * the lines they read: 16-32 KiB and at least two chunks ahead (the next
+ * chunk is already being loaded by the first pass), spread over the code
+ * arithmetic, as the avx512 tier. */
+#define PF_AHEAD(g) (64 * (g) < 4096 ? 4096 : 64 * (g) > 8192 ? 8192 : 64 * (g))
+QK_INLINE void prefetch_ahead(const float *p, size_t g, size_t nfloats) {
+    for (size_t l = 0; l < nfloats; l += 16) _mm_prefetch((const char *)(p + l + PF_AHEAD(g)), _MM_HINT_T0);
 }
 
-static int w4a_row(const float *x, const qk_qmat *out, size_t r) {
-    size_t K = out->cols, g = out->group, ng = K / g;
-    uint8_t *codes = out->codes + r * out->row_bytes;
-    int bad = 0;
-    for (size_t j0 = 0; j0 < ng; j0 += 8) {
-        size_t nb = ng - j0 < 8 ? ng - j0 : 8;
-        __m256i mn[8], mx[8], am[8];
-        for (size_t b = 0; b < 8; b++) {
-            if (b < nb) group_minmax(x + (j0 + b) * g, g, &mn[b], &mx[b], &am[b]);
-            else mn[b] = mx[b] = am[b] = _mm256_setzero_si256();
+/* Inputs of at least STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
+ * non-temporal 32-byte stores when the code rows keep whole aligned lines:
+ * no read-for-ownership of the code lines, more bandwidth for the reads. */
+#define STREAM_MIN_BYTES ((size_t)8 << 20)
+static int use_stream(const qk_qmat *out) {
+    return out->rows * out->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 && out->row_bytes % 64 == 0;
+}
+QK_INLINE void st32(void *p, __m256i v, int nt) {
+    if (nt) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+
+/* 64 signed codes (elements 0-31 in a, 32-63 in b, int8 in order) -> 32
+ * bytes of nibbles (element 2i low, 2i+1 high), plus off (0 or 8) to each:
+ * one vpmaddubsw per 32 codes makes q[2i] + 16·q[2i+1]. */
+QK_INLINE __m256i nibbles64(__m256i a, __m256i b, int off) {
+    const __m256i w = _mm256_set1_epi16(0x1001);
+    __m256i na = _mm256_maddubs_epi16(w, a), nb = _mm256_maddubs_epi16(w, b);
+    if (off) {
+        na = _mm256_add_epi16(na, _mm256_set1_epi16(0x88));
+        nb = _mm256_add_epi16(nb, _mm256_set1_epi16(0x88));
+    }
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(na, nb), 0xd8);
+}
+
+/* ---- w4s, w8s ---- */
+
+/* Codes of the live groups among n (their scales already stored) one by one. */
+static void sym_codes_general(int fmt, const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, const float *ids,
+                              int live) {
+    size_t bpg = fmt == FMT_W8S ? g : g / 2;
+    for (size_t i = 0; i < n; i++)
+        if (live >> i & 1) group_codes(fmt, p[i], g, _mm256_setzero_ps(), _mm256_set1_ps(ids[i]), out->codes + (G0 + i) * bpg);
+}
+
+/* Scales of n <= 8 groups from their absmax bits; inverse scales in ids.
+ * Returns the groups to quantize (finite ones). */
+QK_INLINE int sym_scales(__m256i amax, size_t n, float qmaxf, const qk_qmat *out, size_t G0, float *ids, int *bad) {
+    int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff)))) & ((1 << n) - 1);
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    __m256 s = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(qmaxf));
+    _mm256_storeu_ps(ids, qk_avx2_inv_scale(store_scales8(out->scales, G0, out->scale_type, s, n, bad)));
+    return ((1 << n) - 1) & ~nonfinite;
+}
+
+/* Any g, n <= 8 groups. */
+static void sym_general(int fmt, const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
+    __m256i am[CHUNK];
+    float ids[CHUNK];
+    for (size_t i = 0; i < CHUNK; i++) am[i] = i < n ? qk_avx2_absmax_bits(p[i], g) : _mm256_setzero_si256();
+    int live = sym_scales(qk_avx2_reduce8_max_epi32(am), n, fmt == FMT_W8S ? 127.0f : 7.0f, out, G0, ids, bad);
+    sym_codes_general(fmt, p, n, g, out, G0, ids, live);
+}
+
+/* Pass 1 over 8 groups of a fixed g (a multiple of 32, <= 256). */
+QK_INLINE int sym_stats(const float *const *p, size_t g, float qmaxf, const qk_qmat *out, size_t G0, float *ids, int *bad) {
+    const __m256i ab = _mm256_set1_epi32(0x7fffffff);
+    __m256i am[CHUNK];
+#pragma GCC unroll 8
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m256i m0 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i])), ab);
+        __m256i m1 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 8)), ab);
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 16)), ab));
+        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 24)), ab));
+        for (size_t k = 32; k < g; k += 32) {
+            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k)), ab));
+            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 8)), ab));
+            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 16)), ab));
+            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 24)), ab));
         }
-        __m256i amax = qk_avx2_reduce8_max_epi32(am);
-        int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
-        if (nonfinite) bad |= QK_ROW_NONFINITE;
-        __m256 lo = qk_avx2_reduce8_min_ps(mn), hi = qk_avx2_reduce8_max_ps(mx);
-        const __m256 zero = _mm256_setzero_ps();
-        int zmask = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(lo, zero, _CMP_EQ_OQ), _mm256_cmp_ps(hi, zero, _CMP_EQ_OQ)));
-        zmask &= ((1 << nb) - 1) & ~nonfinite;
-        if (zmask) {
-            float l[8], h[8];
-            _mm256_storeu_ps(l, lo);
-            _mm256_storeu_ps(h, hi);
-            for (size_t b = 0; b < nb; b++) {
-                if (!(zmask >> b & 1)) continue;
-                if (l[b] == 0.0f) l[b] = first_zero(x + (j0 + b) * g, g);
-                if (h[b] == 0.0f) h[b] = first_zero(x + (j0 + b) * g, g);
+        am[i] = _mm256_max_epi32(m0, m1);
+    }
+    return sym_scales(qk_avx2_reduce8_max_epi32(am), CHUNK, qmaxf, out, G0, ids, bad);
+}
+
+/* 32 codes of x·id as int8, clamped to ±qmax when clamp (f16 scales: with
+ * f32 scales |x·id| stays within a rounding error of qmax, so the clamp of
+ * the reference never acts and the saturating packs cover -128 nowhere). */
+QK_INLINE __m256i sym32(const float *x, __m256 id, int w8, int clamp) {
+    __m256i b = qk_avx2_round_codes32(x, id);
+    if (clamp) {
+        if (w8) b = _mm256_max_epi8(b, _mm256_set1_epi8(-127));
+        else b = _mm256_min_epi8(_mm256_max_epi8(b, _mm256_set1_epi8(-7)), _mm256_set1_epi8(7));
+    }
+    return b;
+}
+
+/* Pass 2 over 8 groups: the codes. */
+QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
+    if (w8) {
+        int8_t *dst = (int8_t *)out->codes + G0 * g;
+#pragma GCC unroll 8
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m256 id = _mm256_broadcast_ss(ids + i);
+            for (size_t k = 0; k < g; k += 32) {
+                prefetch_ahead(p[i] + k, g, 32);
+                st32(dst + i * g + k, sym32(p[i] + k, id, 1, clamp), nt);
             }
-            lo = _mm256_loadu_ps(l);
-            hi = _mm256_loadu_ps(h);
         }
-        __m256 d = _mm256_div_ps(_mm256_sub_ps(hi, lo), _mm256_set1_ps(15.0f));
-        __m256 dinf = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ);
-        if (_mm256_movemask_ps(dinf) & ((1 << nb) - 1) & ~nonfinite) bad |= QK_ROW_RANGE;
-        __m256 m = store_scales8(out->mins, r * ng + j0, out->scale_type, lo, nb, &bad);
-        __m256 id = qk_avx2_inv_scale(store_scales8(out->scales, r * ng + j0, out->scale_type, d, nb, &bad));
-        for (size_t b = 0; b < nb; b++) {
-            if (nonfinite >> b & 1) continue;
-            group_codes(FMT_W4A, x + (j0 + b) * g, g, bcast_lane(m, b), bcast_lane(id, b), codes + (j0 + b) * (g / 2));
+    } else {
+        uint8_t *dst = out->codes + G0 * g / 2;
+        if (g == 32) {
+#pragma GCC unroll 4
+            for (size_t i = 0; i < CHUNK; i += 2) {
+                prefetch_ahead(p[i], g, 64); /* the two groups are adjacent unless a row ends between them */
+                __m256i a = sym32(p[i], _mm256_broadcast_ss(ids + i), 0, clamp);
+                __m256i b = sym32(p[i + 1], _mm256_broadcast_ss(ids + i + 1), 0, clamp);
+                st32(dst + i * 16, nibbles64(a, b, 8), nt);
+            }
+        } else {
+#pragma GCC unroll 8
+            for (size_t i = 0; i < CHUNK; i++) {
+                __m256 id = _mm256_broadcast_ss(ids + i);
+                for (size_t k = 0; k < g; k += 64) {
+                    prefetch_ahead(p[i] + k, g, 64);
+                    st32(dst + (i * g + k) / 2, nibbles64(sym32(p[i] + k, id, 0, clamp), sym32(p[i] + k + 32, id, 0, clamp), 8), nt);
+                }
+            }
         }
+    }
+}
+
+/* The full chunks, pass 1 of chunk c+1 before pass 2 of chunk c. Returns the groups done. */
+QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
+                            int *bad) {
+    const float qmaxf = w8 ? 127.0f : 7.0f;
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    int nt = use_stream(out);
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    int live[2];
+    qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = sym_stats(p[0], g, qmaxf, out, 0, ids[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            live[nxt] = sym_stats(p[nxt], g, qmaxf, out, (c + 1) * CHUNK, ids[nxt], bad);
+        }
+        if (live[cur] == 0xff) sym_emit(p[cur], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
+        else sym_codes_general(w8 ? FMT_W8S : FMT_W4S, p[cur], CHUNK, g, out, c * CHUNK, ids[cur], live[cur]);
+    }
+    if (nt) _mm_sfence();
+    return nfull * CHUNK;
+}
+
+#define SYM_FAST_CASES(w8, clamp)                                                                   \
+    switch (g) {                                                                                    \
+    case 32: done = sym_chunks(x, ldx, 32, ng, total, w8, clamp, out, &bad); break;                 \
+    case 64: done = sym_chunks(x, ldx, 64, ng, total, w8, clamp, out, &bad); break;                 \
+    case 128: done = sym_chunks(x, ldx, 128, ng, total, w8, clamp, out, &bad); break;               \
+    default: done = sym_chunks(x, ldx, 256, ng, total, w8, clamp, out, &bad); break;                \
+    }
+
+static int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, int w8) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
+    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
+    if (g == 32 || g == 64 || g == 128 || g == 256) {
+        if (w8 && clamp) SYM_FAST_CASES(1, 1)
+        else if (w8) SYM_FAST_CASES(1, 0)
+        else if (clamp) SYM_FAST_CASES(0, 1)
+        else SYM_FAST_CASES(0, 0)
+    }
+    size_t r = done / ng, j = done % ng;
+    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
+        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
+        const float *p[CHUNK];
+        qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
+        sym_general(w8 ? FMT_W8S : FMT_W4S, p, n, g, out, G0, &bad);
     }
     return bad;
 }
 
-int qk_quantize_w4s__avx2(const float *x, size_t ldx, const qk_qmat *out) {
-    int bad = 0;
-    for (size_t r = 0; r < out->rows; r++) bad |= sym_row(FMT_W4S, x + r * ldx, out, r);
-    return bad;
+int qk_quantize_w4s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
+int qk_quantize_w8s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
+
+/* ---- w4a ---- */
+
+/* Offsets and scales of n <= 8 groups from their reduced min and max (the
+ * groups in nonfinite skipped); 1/d in ids, the stored offsets in ms.
+ * Returns the groups to quantize. */
+static int w4a_scales(__m256 lo, __m256 hi, size_t n, int nonfinite, const float *const *p, size_t g, const qk_qmat *out, size_t G0,
+                      float *ids, float *ms, int *bad) {
+    const __m256 zero = _mm256_setzero_ps();
+    int live = ((1 << n) - 1) & ~nonfinite;
+    int zmask = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(lo, zero, _CMP_EQ_OQ), _mm256_cmp_ps(hi, zero, _CMP_EQ_OQ))) & live;
+    if (zmask) {
+        float l[8], h[8];
+        _mm256_storeu_ps(l, lo);
+        _mm256_storeu_ps(h, hi);
+        for (size_t b = 0; b < n; b++) {
+            if (!(zmask >> b & 1)) continue;
+            if (l[b] == 0.0f) l[b] = first_zero(p[b], g);
+            if (h[b] == 0.0f) h[b] = first_zero(p[b], g);
+        }
+        lo = _mm256_loadu_ps(l);
+        hi = _mm256_loadu_ps(h);
+    }
+    __m256 d = _mm256_div_ps(_mm256_sub_ps(hi, lo), _mm256_set1_ps(15.0f));
+    __m256 dinf = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ);
+    if (_mm256_movemask_ps(dinf) & live) *bad |= QK_ROW_RANGE;
+    _mm256_storeu_ps(ms, store_scales8(out->mins, G0, out->scale_type, lo, n, bad));
+    _mm256_storeu_ps(ids, qk_avx2_inv_scale(store_scales8(out->scales, G0, out->scale_type, d, n, bad)));
+    return live;
 }
 
-int qk_quantize_w8s__avx2(const float *x, size_t ldx, const qk_qmat *out) {
-    int bad = 0;
-    for (size_t r = 0; r < out->rows; r++) bad |= sym_row(FMT_W8S, x + r * ldx, out, r);
-    return bad;
+static void w4a_codes_general(const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, const float *ids,
+                              const float *ms, int live) {
+    for (size_t i = 0; i < n; i++)
+        if (live >> i & 1) group_codes(FMT_W4A, p[i], g, _mm256_set1_ps(ms[i]), _mm256_set1_ps(ids[i]), out->codes + (G0 + i) * (g / 2));
+}
+
+/* Any g, n <= 8 groups. */
+static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
+    __m256i mn[CHUNK], mx[CHUNK], am[CHUNK];
+    for (size_t i = 0; i < CHUNK; i++) {
+        if (i < n) group_minmax(p[i], g, &mn[i], &mx[i], &am[i]);
+        else mn[i] = mx[i] = am[i] = _mm256_setzero_si256();
+    }
+    __m256i amax = qk_avx2_reduce8_max_epi32(am);
+    int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff)))) & ((1 << n) - 1);
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    float ids[CHUNK], ms[CHUNK];
+    int live = w4a_scales(qk_avx2_reduce8_min_ps(mn), qk_avx2_reduce8_max_ps(mx), n, nonfinite, p, g, out, G0, ids, ms, bad);
+    w4a_codes_general(p, n, g, out, G0, ids, ms, live);
+}
+
+/* Pass 1 over 8 groups of a fixed g (a multiple of 32, <= 256). Returns 0
+ * when a group holds NaN or Inf (nothing stored: the caller takes the
+ * general path), else the groups to quantize. */
+QK_INLINE int w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+    __m256i vmn[CHUNK], vmx[CHUNK];
+    __m256 nan = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (size_t i = 0; i < CHUNK; i++) {
+        __m256 mn = _mm256_setzero_ps(), mx = mn;
+        for (size_t k = 0; k < g; k += 16) {
+            __m256 v0 = _mm256_loadu_ps(p[i] + k), v1 = _mm256_loadu_ps(p[i] + k + 8);
+            if (k == 0) {
+                mn = _mm256_min_ps(v0, v1);
+                mx = _mm256_max_ps(v0, v1);
+            } else {
+                mn = _mm256_min_ps(mn, _mm256_min_ps(v0, v1));
+                mx = _mm256_max_ps(mx, _mm256_max_ps(v0, v1));
+            }
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+        }
+        vmn[i] = _mm256_castps_si256(mn);
+        vmx[i] = _mm256_castps_si256(mx);
+    }
+    __m256 lo = qk_avx2_reduce8_min_ps(vmn), hi = qk_avx2_reduce8_max_ps(vmx);
+    /* NaN seen by the unordered compares; ±Inf ends up in a min or a max */
+    const __m256 inf = _mm256_set1_ps(INFINITY), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 bad_v = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(lo, ninf, _CMP_EQ_OQ), _mm256_cmp_ps(hi, inf, _CMP_EQ_OQ)));
+    if (_mm256_movemask_ps(bad_v)) return 0;
+    return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+}
+
+/* 32 w4a codes (0..15) as int8 in element order. (x - m)·id >= 0 but for an
+ * f16-rounded offset: trunc(v + 0.49999997) is round half away from zero
+ * for v >= 0 and gives <= 0 for v < 0, which the clamp turns into 0 as it
+ * does the reference's round. */
+QK_INLINE __m256i w4a32(const float *x, __m256 m, __m256 id) {
+    __m256i q[4];
+    for (int v = 0; v < 4; v++) q[v] = qk_avx2_round_pos_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * v), m), id));
+    __m256i b = qk_avx2_pack_i32x4_i8(q[0], q[1], q[2], q[3]);
+    return _mm256_min_epi8(_mm256_max_epi8(b, _mm256_setzero_si256()), _mm256_set1_epi8(15));
+}
+
+QK_INLINE void w4a_emit(const float *const *p, size_t g, const qk_qmat *out, size_t G0, const float *ids, const float *ms, int nt) {
+    uint8_t *dst = out->codes + G0 * g / 2;
+    if (g == 32) {
+#pragma GCC unroll 4
+        for (size_t i = 0; i < CHUNK; i += 2) {
+            prefetch_ahead(p[i], g, 64);
+            __m256i a = w4a32(p[i], _mm256_broadcast_ss(ms + i), _mm256_broadcast_ss(ids + i));
+            __m256i b = w4a32(p[i + 1], _mm256_broadcast_ss(ms + i + 1), _mm256_broadcast_ss(ids + i + 1));
+            st32(dst + i * 16, nibbles64(a, b, 0), nt);
+        }
+    } else {
+#pragma GCC unroll 8
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m256 id = _mm256_broadcast_ss(ids + i), m = _mm256_broadcast_ss(ms + i);
+            for (size_t k = 0; k < g; k += 64) {
+                prefetch_ahead(p[i] + k, g, 64);
+                st32(dst + (i * g + k) / 2, nibbles64(w4a32(p[i] + k, m, id), w4a32(p[i] + k + 32, m, id), 0), nt);
+            }
+        }
+    }
+}
+
+QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, const qk_qmat *out, int *bad) {
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    int nt = use_stream(out);
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK], ms[2][CHUNK];
+    int live[2];
+    qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = w4a_stats(p[0], g, out, 0, ids[0], ms[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            live[nxt] = w4a_stats(p[nxt], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
+        }
+        if (live[cur] == 0xff) w4a_emit(p[cur], g, out, c * CHUNK, ids[cur], ms[cur], nt);
+        else w4a_general(p[cur], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
+    }
+    if (nt) _mm_sfence();
+    return nfull * CHUNK;
 }
 
 int qk_quantize_w4a__avx2(const float *x, size_t ldx, const qk_qmat *out) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
     int bad = 0;
-    for (size_t r = 0; r < out->rows; r++) bad |= w4a_row(x + r * ldx, out, r);
+    switch (g) {
+    case 32: done = w4a_chunks(x, ldx, 32, ng, total, out, &bad); break;
+    case 64: done = w4a_chunks(x, ldx, 64, ng, total, out, &bad); break;
+    case 128: done = w4a_chunks(x, ldx, 128, ng, total, out, &bad); break;
+    case 256: done = w4a_chunks(x, ldx, 256, ng, total, out, &bad); break;
+    default: break;
+    }
+    size_t r = done / ng, j = done % ng;
+    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
+        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
+        const float *p[CHUNK];
+        qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
+        w4a_general(p, n, g, out, G0, &bad);
+    }
     return bad;
 }
 
@@ -245,52 +515,100 @@ static inline void q8_0_codes(const float *x, __m256 id, uint8_t *dst) {
     _mm256_storeu_si256((__m256i *)dst, qk_avx2_pack_i32x4_i8(q[0], q[1], q[2], q[3]));
 }
 
-static int blocks_row(int q8, const float *x, uint8_t *row, size_t nblk) {
+/* q4_0's d numerator of 8 blocks: the first value of largest magnitude with
+ * its sign (+0 when all are zero; 0 for the blocks not live), from the
+ * blocks' absmax A, max and min: +A when max = A and min > -A, -A when
+ * min = -A and max < A; both signs at A (rare) take the first by a search. */
+static __m256 q4_0_signed_max(__m256i amax, __m256 mx, __m256 mn, int live, const float *const *p) {
+    __m256 a = _mm256_castsi256_ps(amax), na = _mm256_sub_ps(_mm256_setzero_ps(), a);
+    __m256 pos = _mm256_cmp_ps(mx, a, _CMP_EQ_OQ), neg = _mm256_cmp_ps(mn, na, _CMP_EQ_OQ);
+    __m256 nz = _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_GT_OQ);
+    __m256i lm = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(live), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),
+                                    _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128));
+    __m256 keep = _mm256_and_ps(nz, _mm256_castsi256_ps(lm));
+    __m256 v = _mm256_and_ps(keep, _mm256_blendv_ps(na, a, pos));
+    int both = _mm256_movemask_ps(_mm256_and_ps(_mm256_and_ps(pos, neg), keep));
+    if (both) {
+        float mv[CHUNK];
+        _mm256_storeu_ps(mv, v);
+        for (size_t i = 0; i < CHUNK; i++)
+            if (both >> i & 1) mv[i] = q4_0_extreme(p[i], _mm256_permutevar8x32_epi32(amax, _mm256_set1_epi32((int)i)));
+        v = _mm256_loadu_ps(mv);
+    }
+    return v;
+}
+
+/* Pass 1 over n <= 8 blocks: fp16 d in hs, 1/d in ids. Returns the blocks to quantize. */
+QK_INLINE int block_stats(const float *const *p, size_t n, int q8, float *ids, uint16_t *hs, int *bad) {
+    __m256i am[CHUNK], vmx[CHUNK], vmn[CHUNK];
+#pragma GCC unroll 8
+    for (size_t i = 0; i < CHUNK; i++) {
+        if (i >= n) {
+            am[i] = vmx[i] = vmn[i] = _mm256_setzero_si256();
+            continue;
+        }
+        __m256 v0 = _mm256_loadu_ps(p[i]), v1 = _mm256_loadu_ps(p[i] + 8), v2 = _mm256_loadu_ps(p[i] + 16), v3 = _mm256_loadu_ps(p[i] + 24);
+        am[i] = _mm256_max_epi32(_mm256_max_epi32(qk_avx2_abs_bits(v0), qk_avx2_abs_bits(v1)),
+                                 _mm256_max_epi32(qk_avx2_abs_bits(v2), qk_avx2_abs_bits(v3)));
+        if (!q8) {
+            vmx[i] = _mm256_castps_si256(_mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3)));
+            vmn[i] = _mm256_castps_si256(_mm256_min_ps(_mm256_min_ps(v0, v1), _mm256_min_ps(v2, v3)));
+        }
+    }
+    __m256i amax = qk_avx2_reduce8_max_epi32(am);
+    int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff)))) & ((1 << n) - 1);
+    if (nonfinite) *bad |= QK_ROW_NONFINITE;
+    int live = ((1 << n) - 1) & ~nonfinite;
+    __m256 d;
+    if (q8) d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
+    else d = _mm256_div_ps(q4_0_signed_max(amax, qk_avx2_reduce8_max_ps(vmx), qk_avx2_reduce8_min_ps(vmn), live, p), _mm256_set1_ps(-8.0f));
+    _mm256_storeu_ps(ids, qk_avx2_inv_scale(d));
+    __m128i hv = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128((__m128i *)hs, hv);
+    __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(hv, _mm_set1_epi16(0x7c00)), _mm_set1_epi16(0x7c00));
+    if (_mm_movemask_epi8(inf) & ((1 << (2 * n)) - 1)) *bad |= QK_ROW_RANGE;
+    return live;
+}
+
+/* Pass 2 over n <= 8 blocks, written in order (fp16 d, then the codes). */
+QK_INLINE void block_emit(const float *const *p, size_t n, int q8, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
+                          int live) {
     const size_t bs = q8 ? QK_Q8_0_BYTES : QK_Q4_0_BYTES;
+#pragma GCC unroll 8
+    for (size_t i = 0; i < CHUNK; i++) {
+        if (i >= n) break;
+        prefetch_ahead(p[i], 32, 32);
+        if (!(live >> i & 1)) continue;
+        uint8_t *blk = codes + (B0 + i) * bs;
+        qk_wr16(blk, hs[i]);
+        if (q8) q8_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
+        else q4_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
+    }
+}
+
+/* Chunks of 8 blocks across rows, pass 1 of the next chunk before pass 2 of this one. */
+QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q8) {
+    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
     int bad = 0;
-    for (size_t j0 = 0; j0 < nblk; j0 += 8) {
-        size_t nb = nblk - j0 < 8 ? nblk - j0 : 8;
-        __m256i am[8];
-        for (size_t b = 0; b < 8; b++) am[b] = b < nb ? qk_avx2_absmax_bits(x + (j0 + b) * 32, 32) : _mm256_setzero_si256();
-        __m256i amax = qk_avx2_reduce8_max_epi32(am);
-        int nonfinite = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))));
-        if (nonfinite) bad |= QK_ROW_NONFINITE;
-        __m256 d;
-        if (q8) {
-            d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
-        } else {
-            float ext[8] = {0};
-            for (size_t b = 0; b < nb; b++)
-                if (!(nonfinite >> b & 1))
-                    ext[b] = q4_0_extreme(x + (j0 + b) * 32, _mm256_permutevar8x32_epi32(amax, _mm256_set1_epi32((int)b)));
-            d = _mm256_div_ps(_mm256_loadu_ps(ext), _mm256_set1_ps(-8.0f));
+    if (!total) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    uint16_t hs[2][CHUNK];
+    int live[2];
+    size_t n0 = total < CHUNK ? total : CHUNK;
+    qk_avx2_group_ptrs(x, ldx, 32, nb, &r, &j, n0, p[0]);
+    live[0] = block_stats(p[0], n0, q8, ids[0], hs[0], &bad);
+    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
+        size_t cur = (B0 / CHUNK) & 1, nxt = cur ^ 1, n = total - B0 < CHUNK ? total - B0 : CHUNK;
+        if (B0 + CHUNK < total) {
+            size_t nn = total - B0 - CHUNK < CHUNK ? total - B0 - CHUNK : CHUNK;
+            qk_avx2_group_ptrs(x, ldx, 32, nb, &r, &j, nn, p[nxt]);
+            live[nxt] = block_stats(p[nxt], nn, q8, ids[nxt], hs[nxt], &bad);
         }
-        __m256 id = qk_avx2_inv_scale(d);
-        uint16_t h[8];
-        __m128i hv = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT);
-        _mm_storeu_si128((__m128i *)h, hv);
-        __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(hv, _mm_set1_epi16(0x7c00)), _mm_set1_epi16(0x7c00));
-        if (_mm_movemask_epi8(inf) & ((1 << (2 * nb)) - 1)) bad |= QK_ROW_RANGE;
-        for (size_t b = 0; b < nb; b++) {
-            if (nonfinite >> b & 1) continue;
-            uint8_t *blk = row + (j0 + b) * bs;
-            prefetch32_ahead(x + (j0 + b) * 32);
-            qk_wr16(blk, h[b]);
-            if (q8) q8_0_codes(x + (j0 + b) * 32, bcast_lane(id, b), blk + 2);
-            else q4_0_codes(x + (j0 + b) * 32, bcast_lane(id, b), blk + 2);
-        }
+        block_emit(p[cur], n, q8, out->codes, B0, ids[cur], hs[cur], live[cur]);
     }
     return bad;
 }
 
-int qk_quantize_q4_0__avx2(const float *x, size_t ldx, const qk_qmat *out) {
-    int bad = 0;
-    for (size_t r = 0; r < out->rows; r++) bad |= blocks_row(0, x + r * ldx, out->codes + r * out->row_bytes, out->cols / 32);
-    return bad;
-}
-
-int qk_quantize_q8_0__avx2(const float *x, size_t ldx, const qk_qmat *out) {
-    int bad = 0;
-    for (size_t r = 0; r < out->rows; r++) bad |= blocks_row(1, x + r * ldx, out->codes + r * out->row_bytes, out->cols / 32);
-    return bad;
-}
+int qk_quantize_q4_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }
+int qk_quantize_q8_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
