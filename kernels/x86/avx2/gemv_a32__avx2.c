@@ -185,9 +185,14 @@ QK_INLINE float w4t_row(const qk_matmul_args *a, const float *xt, const float *x
     return qk_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
+/* x transposed and its group sums, in thread-local storage rather than on
+ * the stack (66 KiB would be a large share of a small thread stack in a
+ * library user's program). */
+static _Thread_local float qk_a32_xt[QK_A32_TK] __attribute__((aligned(32)));
+static _Thread_local float qk_a32_xg[QK_A32_TK / 32];
+
 QK_INLINE void gemv_w4t(const qk_matmul_args *a, const int f) {
-    float xt[QK_A32_TK] __attribute__((aligned(32)));
-    float xg[QK_A32_TK / 32];
+    float *const xt = qk_a32_xt, *const xg = qk_a32_xg;
     const size_t K = a->K, g = a->group;
     for (size_t b = 0; b < K / 64; b++)
         for (size_t i = 0; i < 8; i++)

@@ -437,22 +437,27 @@ QK_INLINE int gi_fast(gi_fmt f, const qk_matmul_args *a) {
     return a->K % B == 0 && (B % g == 0 || (g % B == 0 && g <= GI_SEG));
 }
 
+/* The tables live in thread-local storage, one per translation unit, not on
+ * the stack: 32 KiB would be a large share of a small thread stack in a
+ * library user's program. */
+static _Thread_local gi_ws gi_tls_ws __attribute__((aligned(64)));
+
 QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
     if (gi_fast(f, a)) {
-        gi_ws ws __attribute__((aligned(64)));
+        gi_ws *const ws = &gi_tls_ws;
         const int pair = gi_blk(f) % a->group == 0;
         size_t seg = pair ? GI_SEG : GI_SEG / a->group * a->group;
         for (size_t k0 = 0; k0 < a->K; k0 += seg) {
             size_t len = a->K - k0 < seg ? a->K - k0 : seg;
-            gi_prep(f, a->xq, k0, len, a->group, &ws);
+            gi_prep(f, a->xq, k0, len, a->group, ws);
             if (pair)
                 for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_pair(f, a, &ws, n, k0, len);
+                    float v = gi_seg_pair(f, a, ws, n, k0, len);
                     a->y[n] = k0 ? a->y[n] + v : v;
                 }
             else
                 for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_group(f, a, &ws, n, k0, len);
+                    float v = gi_seg_group(f, a, ws, n, k0, len);
                     a->y[n] = k0 ? a->y[n] + v : v;
                 }
         }
