@@ -122,20 +122,21 @@ QK_INLINE int act_stats(const float *const *p, size_t g, float qmaxf, int q8_0, 
 
 /* Pass 2 over 8 groups: codes (32 per store) and the per-group code sums. */
 QK_INLINE void act_emit(const float *const *p, size_t g, const qk_qact *out, size_t G0, const float *ids) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     __m256i v[CHUNK];
     int8_t *dst = out->codes + G0 * g;
 #pragma GCC unroll 8
     for (size_t i = 0; i < CHUNK; i++) {
         __m256 id = _mm256_broadcast_ss(ids + i);
-        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        __m256i s16 = _mm256_setzero_si256(); /* pair sums (|.| <= 254) of at most 8 pieces: within int16 */
         for (size_t k = 0; k < g; k += 32) {
             __m256i q[4];
             codes32(p[i] + k, id, q);
-            _mm256_storeu_si256((__m256i *)(dst + i * g + k), qk_avx2_pack_i32x4_i8(q[0], q[1], q[2], q[3]));
-            s0 = _mm256_add_epi32(s0, _mm256_add_epi32(q[0], q[1]));
-            s1 = _mm256_add_epi32(s1, _mm256_add_epi32(q[2], q[3]));
+            __m256i c = qk_avx2_pack_i32x4_i8(q[0], q[1], q[2], q[3]);
+            _mm256_storeu_si256((__m256i *)(dst + i * g + k), c);
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(ones8, c));
         }
-        v[i] = _mm256_add_epi32(s0, s1);
+        v[i] = _mm256_madd_epi16(s16, ones16);
     }
     _mm256_storeu_si256((__m256i *)(out->sums + G0), qk_avx2_reduce8_add_epi32(v));
 }

@@ -495,18 +495,16 @@ static inline float q4_0_extreme(const float *x, __m256i amax_b) {
     return x[__builtin_ctz(m)];
 }
 
-static inline __m256i q4_0_q(__m256 x, __m256 id) {
-    __m256i q = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(x, id), _mm256_set1_ps(8.5f)));
-    return _mm256_min_epi32(q, _mm256_set1_epi32(15));
-}
+static inline __m256i q4_0_q(__m256 x, __m256 id) { return _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(x, id), _mm256_set1_ps(8.5f))); }
 
+/* min(15, trunc(x·id + 8.5)) of 32 values (0..16 before the min, taken on the
+ * packed bytes), element j in the low nibble of byte j, j+16 in the high one. */
 static inline void q4_0_codes(const float *x, __m256 id, uint8_t *dst) {
-    __m256i r0 = _mm256_or_si256(q4_0_q(_mm256_loadu_ps(x), id), _mm256_slli_epi32(q4_0_q(_mm256_loadu_ps(x + 16), id), 4));
-    __m256i r1 = _mm256_or_si256(q4_0_q(_mm256_loadu_ps(x + 8), id), _mm256_slli_epi32(q4_0_q(_mm256_loadu_ps(x + 24), id), 4));
-    __m256i p = _mm256_packs_epi32(r0, r1);
-    p = _mm256_packus_epi16(p, p);
-    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
-    _mm_storeu_si128((__m128i *)dst, _mm256_castsi256_si128(p));
+    __m256i b = qk_avx2_pack_i32x4_i8(q4_0_q(_mm256_loadu_ps(x), id), q4_0_q(_mm256_loadu_ps(x + 8), id),
+                                      q4_0_q(_mm256_loadu_ps(x + 16), id), q4_0_q(_mm256_loadu_ps(x + 24), id));
+    b = _mm256_min_epu8(b, _mm256_set1_epi8(15));
+    __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+    _mm_storeu_si128((__m128i *)dst, _mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
 }
 
 static inline void q8_0_codes(const float *x, __m256 id, uint8_t *dst) {
