@@ -98,22 +98,8 @@ static void act_general(const float *const *p, size_t n, size_t g, float qmaxf, 
  * scales stored, inverse scales in ids. Returns 0 when a group holds NaN or
  * Inf (nothing stored: the caller takes the general path), else 1. */
 QK_INLINE int act_stats(const float *const *p, size_t g, float qmaxf, int q8_0, const qk_qact *out, size_t G0, float *ids, int *bad) {
-    const __m256i ab = _mm256_set1_epi32(0x7fffffff);
     __m256i v[CHUNK];
-#pragma GCC unroll 8
-    for (size_t i = 0; i < CHUNK; i++) {
-        __m256i m0 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i])), ab);
-        __m256i m1 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 8)), ab);
-        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 16)), ab));
-        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 24)), ab));
-        for (size_t k = 32; k < g; k += 32) {
-            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k)), ab));
-            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 8)), ab));
-            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 16)), ab));
-            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 24)), ab));
-        }
-        v[i] = _mm256_max_epi32(m0, m1);
-    }
+    qk_avx2_absmax_bits8(p, g, v);
     __m256i amax = qk_avx2_reduce8_max_epi32(v);
     if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7f7fffff))))) return 0;
     act_scales(amax, CHUNK, qmaxf, q8_0, out, G0, ids, bad);

@@ -162,6 +162,27 @@ static inline __m256i qk_avx2_round_codes32(const float *x, __m256 id) {
 
 /// Pointers to the next n groups of g floats, row-major across rows of ng
 /// groups (row stride ldx); (*r, *j) is the next group's row and index.
+/* Per lane, the largest |x| bit pattern (sign cleared, so integer max orders
+ * it like the float, NaN above Inf) of each of 8 groups of g values (g a
+ * multiple of 32) at p[0..7]: pass 1 of the chunked quantizers. */
+static inline __attribute__((always_inline)) void qk_avx2_absmax_bits8(const float *const *p, size_t g, __m256i am[8]) {
+    const __m256i ab = _mm256_set1_epi32(0x7fffffff);
+#pragma GCC unroll 8
+    for (size_t i = 0; i < 8; i++) {
+        __m256i m0 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i])), ab);
+        __m256i m1 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 8)), ab);
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 16)), ab));
+        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 24)), ab));
+        for (size_t k = 32; k < g; k += 32) {
+            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k)), ab));
+            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 8)), ab));
+            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 16)), ab));
+            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 24)), ab));
+        }
+        am[i] = _mm256_max_epi32(m0, m1);
+    }
+}
+
 static inline void qk_avx2_group_ptrs(const float *x, size_t ldx, size_t g, size_t ng, size_t *r, size_t *j, size_t n,
                                       const float **p) {
     for (size_t i = 0; i < n; i++) {

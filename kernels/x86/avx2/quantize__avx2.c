@@ -204,22 +204,8 @@ static void sym_general(int fmt, const float *const *p, size_t n, size_t g, cons
 
 /* Pass 1 over 8 groups of a fixed g (a multiple of 32, <= 256). */
 QK_INLINE int sym_stats(const float *const *p, size_t g, float qmaxf, const qk_qmat *out, size_t G0, float *ids, int *bad) {
-    const __m256i ab = _mm256_set1_epi32(0x7fffffff);
     __m256i am[CHUNK];
-#pragma GCC unroll 8
-    for (size_t i = 0; i < CHUNK; i++) {
-        __m256i m0 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i])), ab);
-        __m256i m1 = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 8)), ab);
-        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 16)), ab));
-        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + 24)), ab));
-        for (size_t k = 32; k < g; k += 32) {
-            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k)), ab));
-            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 8)), ab));
-            m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 16)), ab));
-            m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(p[i] + k + 24)), ab));
-        }
-        am[i] = _mm256_max_epi32(m0, m1);
-    }
+    qk_avx2_absmax_bits8(p, g, am);
     return sym_scales(qk_avx2_reduce8_max_epi32(am), CHUNK, qmaxf, out, G0, ids, bad);
 }
 
