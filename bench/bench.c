@@ -593,9 +593,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     int cached = 0;
     b.lim = run_limits(o->reprobe, b.progress, &cached);
     if (!b.lim && !qkb_emulation_get()->emulated) fprintf(stderr, "qkbench bench: warning: no probe limits; roofline fractions are left at 0\n");
-    b.llc = 0;
-    if (b.lim)
-        for (int i = 0; i + 1 < b.lim->nlevels; i++) b.llc = b.lim->level[i].size > b.llc ? b.lim->level[i].size : b.llc;
+    b.llc = b.lim ? qkb_limits_llc(b.lim) : 0;
     b.cr = calloc(b.cases.n, sizeof *b.cr);
     for (size_t i = 0; i < b.cases.n; i++) {
         qkb_case_roofline(&b.cases.v[i], b.lim);

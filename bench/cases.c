@@ -736,7 +736,7 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
     if (llc <= 0) llc = 64.0 * 1024 * 1024;
     int n = 1;
     if (c->cold) {
-        double k = ceil(4 * llc / (c->ws > 1 ? c->ws : 1));
+        double k = ceil(QKB_DRAM_LLC_FACTOR * llc / (c->ws > 1 ? c->ws : 1));
         n = k < 1 ? 1 : k > 4096 ? 4096 : (int)k;
     }
     r->ncopies = n;

@@ -100,7 +100,8 @@ void qkb_case_derive(qkb_case *c);
 void qkb_case_roofline(qkb_case *c, const qkb_limits *l);
 
 /// Allocate and fill the case's buffers (cold: copies rotated so that they
-/// exceed 4x the last-level cache `llc` bytes: AMD L3s are not LRU), pin its threads.
+/// exceed QKB_DRAM_LLC_FACTOR x the last-level cache `llc` bytes, qkb_limits_llc:
+/// where the probe measures DRAM; AMD L3s are not LRU), pin its threads.
 /// One case is set up at a time: weights, their cold copies, quantize inputs and
 /// packed plans are shared with the next case through a small cache, so tear a
 /// case down before setting up the next (qkb_cases_release_cache at the end).

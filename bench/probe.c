@@ -68,6 +68,18 @@ static double median(const double *v, int n) {
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
+/* Up to 2 x QKB_DRAM_LLC_FACTOR x hwloc's largest cache, 256 MiB .. 1 GiB (a
+ * fake hwloc size, as some VMs report, is held to 1 GiB per thread). */
+static size_t sweep_max(void) {
+    const qk_topology *t = qk_topology_get();
+    double llc = 0, m = SWEEP_MAX;
+    for (int i = 0; t->ok && i < t->ncache; i++)
+        if ((double)t->cache[i].size > llc) llc = (double)t->cache[i].size;
+    if (2.0 * QKB_DRAM_LLC_FACTOR * llc > m) m = 2.0 * QKB_DRAM_LLC_FACTOR * llc;
+    if (m > 1024 * MiB) m = 1024 * MiB;
+    return (size_t)m;
+}
+
 /* Sweep sizes: 4 per octave from 4 KiB, plus points around each size hwloc reports. */
 static int sweep_sizes(double *s, size_t max) {
     int n = 0;
@@ -158,6 +170,42 @@ static double seg_cost(const double *pre, const double *pre2, int a, int b) {
     return s2 - s * s / n;
 }
 
+double qkb_limits_llc(const qkb_limits *l) {
+    double llc = 0;
+    for (int i = 0; i + 1 < l->nlevels; i++) {
+        const qkb_level *v = &l->level[i];
+        if (v->size > llc) llc = v->size;
+        if (!v->contradicted && v->hwloc_size > llc) llc = v->hwloc_size;
+    }
+    return llc;
+}
+
+/* DRAM's bandwidth is the median over working sets of QKB_DRAM_LLC_FACTOR x the
+ * LLC and more, where no part of the set survives in the cache between passes.
+ * (The segment fit's DRAM step starts at the knee, where a 1.5-2.5x LLC set is
+ * still partly served by the LLC: on a 32 MiB L3 that read 54 GB/s against 44
+ * from 128 MiB on.) Too short a sweep: its last three points. */
+static void dram_plateau(qkb_limits *l) {
+    qkb_level *d = &l->level[l->nlevels - 1];
+    double llc = qkb_limits_llc(l), v1[QKB_MAX_POINTS], va[QKB_MAX_POINTS];
+    if (l->nlevels < 2 || llc <= 0) return;
+    int n = 0, first = l->npoints;
+    for (int i = 0; i < l->npoints; i++)
+        if (l->size[i] >= QKB_DRAM_LLC_FACTOR * llc) {
+            if (i < first) first = i;
+            v1[n] = l->bw1[i], va[n] = l->bwall[i], n++;
+        }
+    if (n < 2) {
+        first = l->npoints >= 3 ? l->npoints - 3 : 0;
+        for (n = 0; first + n < l->npoints; n++) v1[n] = l->bw1[first + n], va[n] = l->bwall[first + n];
+    }
+    d->from = l->size[first];
+    d->bw1 = median(v1, n);
+    d->bwall = median(va, n);
+    if (d->bwall < d->bw1) d->bwall = d->bw1;
+    if (d->bwall > d->bw1 * l->ncores) d->bwall = d->bw1 * l->ncores;
+}
+
 static void find_levels(qkb_limits *l) {
     int n = l->npoints;
     double y[QKB_MAX_POINTS], sm[QKB_MAX_POINTS], pre[QKB_MAX_POINTS + 1] = {0}, pre2[QKB_MAX_POINTS + 1] = {0};
@@ -237,6 +285,7 @@ static void find_levels(qkb_limits *l) {
                 }
         }
     }
+    dram_plateau(l);
 }
 
 /* ---- peaks ---- */
@@ -325,7 +374,7 @@ int qkb_probe_measure(qkb_limits *l, int progress) {
     l->ncores = qkb_ncores();
     snprintf(l->cpu, sizeof l->cpu, "%s", qkb_cpu_brand());
     qkb_now(NULL, 0, l->date, sizeof l->date);
-    l->npoints = sweep_sizes(l->size, SWEEP_MAX);
+    l->npoints = sweep_sizes(l->size, sweep_max());
     if (sweep(l, 1, l->bw1, progress)) return qkb_unpin_self(), -1;
     if (l->ncores > 1) {
         if (sweep(l, l->ncores, l->bwall, progress)) return qkb_unpin_self(), -1;
@@ -360,6 +409,7 @@ void qkb_limits_json(qkw *w, const qkb_limits *l) {
         qkw_obj(w);
         qkw_kstr(w, "name", v->name);
         qkw_knum(w, "size_bytes", v->size);
+        if (v->from > 0) qkw_knum(w, "measured_from_bytes", v->from);
         qkw_knum(w, "read_gbps_1t", v->bw1 * 1e-9);
         qkw_knum(w, "read_gbps_all", v->bwall * 1e-9);
         qkw_knum(w, "hwloc_size_bytes", v->hwloc_size);
@@ -418,6 +468,7 @@ int qkb_limits_from_json(const qkj *p, qkb_limits *l) {
         const qkj *o = lv->items[i];
         snprintf(v->name, sizeof v->name, "%s", qkj_str(qkj_get(o, "name"), "?"));
         v->size = qkj_num(qkj_get(o, "size_bytes"), 0);
+        v->from = qkj_num(qkj_get(o, "measured_from_bytes"), 0);
         v->bw1 = qkj_num(qkj_get(o, "read_gbps_1t"), 0) * 1e9;
         v->bwall = qkj_num(qkj_get(o, "read_gbps_all"), 0) * 1e9;
         v->hwloc_size = qkj_num(qkj_get(o, "hwloc_size_bytes"), 0);
@@ -537,15 +588,22 @@ void qkb_limits_print(const qkb_limits *l, FILE *f) {
     if (l->emulated || qkb_emulation_get()->emulated)
         fprintf(f, "%s (%s)\n", QKB_EMULATED_LINE,
                 l->emulated ? "these limits were measured on an emulated CPU" : qkb_emulation_get()->how);
-    fprintf(f, "read bandwidth (read loop: %s; %d-point sweep %s .. %s)\n", l->read_tier, l->npoints, "4 KiB", "256 MiB");
+    char top[32];
+    fmt_bytes(top, sizeof top, l->npoints ? l->size[l->npoints - 1] : 0);
+    fprintf(f, "read bandwidth (read loop: %s; %d-point sweep 4 KiB .. %s)\n", l->read_tier, l->npoints, top);
     fprintf(f, "  %-5s %10s %12s %12s   %s\n", "level", "size", "1 thread", l->ncores > 1 ? "all cores" : "", "hwloc reports");
     for (int i = 0; i < l->nlevels; i++) {
         const qkb_level *v = &l->level[i];
-        char s[32], h[32];
+        char s[32], h[64];
         fmt_bytes(s, sizeof s, v->size);
         fmt_bytes(h, sizeof h, v->hwloc_size);
+        if (v->from > 0) {
+            char fr[32];
+            fmt_bytes(fr, sizeof fr, v->from);
+            snprintf(h, sizeof h, "working sets >= %s", fr);
+        }
         fprintf(f, "  %-5s %10s %8.1f GB/s %7.1f GB/s   %s%s\n", v->name, s, v->bw1 * 1e-9, v->bwall * 1e-9,
-                v->hwloc_size ? h : "", v->contradicted ? "  <- contradicted by the bandwidth curve" : "");
+                v->hwloc_size || v->from > 0 ? h : "", v->contradicted ? "  <- contradicted by the bandwidth curve" : "");
     }
     fprintf(f, "peaks (1 thread / %d cores)\n", l->ncores);
     fprintf(f, "  %-11s %22s  %-18s %22s  %s\n", "tier", "f32 FMA GFLOP/s", "", "int8 dot GOP/s", "");
@@ -561,9 +619,10 @@ int qk_cmd_probe(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: qkbench probe [--reprobe] [--quick] [--json] [--results DIR]\n"
-                   "Measures this machine's limits: read bandwidth for working sets from 4 KiB to 256 MiB\n"
-                   "(one thread and all cores, threads pinned), the cache levels at the knees of that curve\n"
-                   "(hwloc's sizes are only a hint and are flagged when the curve contradicts them), and the\n"
+                   "Measures this machine's limits: read bandwidth for working sets from 4 KiB to 256 MiB or\n"
+                   "8x hwloc's LLC (at most 1 GiB; one thread and all cores, threads pinned), the cache levels\n"
+                   "at the knees of that curve (hwloc's sizes are only a hint and are flagged when the curve\n"
+                   "contradicts them; DRAM is the median over working sets >= 4x the LLC), and the\n"
                    "f32 FMA and int8 dot peaks of every tier. Takes under 30 s; the result is cached in\n"
                    "<results>/<machine>/machine.json and reused until --reprobe.\n"
                    "  --reprobe      measure again even if a cached result exists\n"

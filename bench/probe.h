@@ -10,7 +10,12 @@
 #include "json.h"
 #include "qk/qk.h"
 
-#define QKB_PROBE_VERSION 1
+#define QKB_PROBE_VERSION 2
+/// DRAM means working sets at least this many times the last-level cache: the
+/// probe's DRAM bandwidth is measured there, and `--cache cold` rotates at least
+/// that much. Just past the knee the curve still falls for a while (a 1.5-2.5x
+/// LLC set is partly served by the cache); the plateau starts later.
+#define QKB_DRAM_LLC_FACTOR 4
 #define QKB_MAX_POINTS 96
 #define QKB_MAX_LEVELS 4
 
@@ -18,6 +23,7 @@
 typedef struct qkb_level {
     char name[8];       ///< "L1", "L2", "L3", "DRAM"
     double size;        ///< capacity in bytes where the curve falls (0 for DRAM)
+    double from;        ///< DRAM: the smallest working set its bandwidth was measured on
     double bw1, bwall;  ///< plateau read bandwidth, bytes/s: one thread, all cores (aggregate)
     double hwloc_size;  ///< what hwloc reports for this level (0 if nothing)
     int contradicted;   ///< 1 if hwloc's size is off by more than 2x from the curve
@@ -56,6 +62,11 @@ int qkb_probe_measure(qkb_limits *out, int progress);
 /// which case measure and update the cache. `from_cache` says which.
 const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache);
 
+
+/// The last-level cache size the cold rotation and the DRAM figure are based on:
+/// the largest measured cache level, or hwloc's size for it when larger and not
+/// contradicted by the curve (0 if the curve shows no cache level).
+double qkb_limits_llc(const qkb_limits *l);
 
 /// The cached limits of <results>/<machine>/machine.json, or NULL (never measures).
 const qkb_limits *qkb_probe_cached(void);

@@ -12,6 +12,7 @@ import argparse
 import copy
 import csv
 import json
+import statistics
 import os
 import shutil
 import signal
@@ -164,6 +165,28 @@ def check_tiers_table(summary, rows):
     check(named == slow, "tiers table names %d slow tiers, the rows have %d" % (named, slow))
 
 
+def check_dram_plateau(p):
+    """DRAM is the median of the curve over working sets >= 4x the LLC (the largest
+    cache level, or hwloc's size for it when larger and not contradicted), not the
+    fitted step just past the knee, which the LLC still partly serves."""
+    lv, cv = p["levels"], p["curve"]
+    caches = lv[:-1]
+    llc = max([l["size_bytes"] for l in caches] +
+              [l["hwloc_size_bytes"] for l in caches if not l["hwloc_contradicted"]] + [0])
+    if not caches or llc <= 0:
+        return
+    dram = lv[-1]
+    pts = [(b, r1, ra) for b, r1, ra in zip(cv["bytes"], cv["read_gbps_1t"], cv["read_gbps_all"]) if b >= 4 * llc]
+    if len(pts) < 2:
+        pts = list(zip(cv["bytes"], cv["read_gbps_1t"], cv["read_gbps_all"]))[-3:]
+    check(abs(dram.get("measured_from_bytes", 0) - pts[0][0]) < 1,
+          "DRAM measured from %s, the first sweep point >= 4x LLC %.0f is %.0f" % (dram.get("measured_from_bytes"), llc, pts[0][0]))
+    bw1 = statistics.median(r for _, r, _ in pts)
+    check(abs(dram["read_gbps_1t"] - bw1) <= 0.02 + 1e-3 * bw1,
+          "DRAM 1-thread %.2f GB/s is not the median %.2f of the curve from %.0f bytes" % (dram["read_gbps_1t"], bw1, pts[0][0]))
+    print("DRAM from %.0f MiB: %.1f GB/s" % (pts[0][0] / 2**20, dram["read_gbps_1t"]))
+
+
 # ---- tests ----
 
 def t_probe(q):
@@ -188,6 +211,7 @@ def t_probe(q):
         for k in ("f32_gflops_1t", "f32_gflops_all", "i8_gops_1t", "i8_gops_all"):
             check(pk[k] > 0, "peak %s %s not positive" % (pk["tier"], k))
     check(len(p["curve"]["bytes"]) == len(p["curve"]["read_gbps_1t"]) > 10, "curve")
+    check_dram_plateau(p)
     check(p.get("emulated") is False, "a native probe says emulated = %r" % p.get("emulated"))
     rc, so, se = q.run("probe", "--results", q.results)
     check(rc == 0 and "cached" in so, "a second probe should reuse the cache: %s" % so[:200])
