@@ -69,44 +69,39 @@ int acc_parse_shape(const char *s, size_t *M, size_t *N, size_t *K) {
     return 0;
 }
 
-/* Comma lists: each item through parse_one; "all" keeps everything. */
-int acc_parse_formats(const char *s, unsigned *mask) {
+/* Comma lists: each item through `one` (its enum value, or -1); "all" keeps
+ * every one of `count`. */
+static int parse_mask(const char *s, int count, int (*one)(const char *), unsigned *mask) {
     if (!s) return -1;
     if (!strcmp(s, "all")) {
-        *mask = (1u << QK_FORMAT_COUNT) - 1;
+        *mask = (1u << count) - 1;
         return 0;
     }
     unsigned m = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        qk_format f;
-        if (qk_format_parse(tok, &f) != QK_OK) return -1;
-        m |= 1u << f;
+        int v = one(tok);
+        if (v < 0) return -1;
+        m |= 1u << v;
     }
     if (!m) return -1;
     *mask = m;
     return 0;
 }
 
-int acc_parse_modes(const char *s, unsigned *mask) {
-    if (!s) return -1;
-    if (!strcmp(s, "all")) {
-        *mask = (1u << QK_MODE_COUNT) - 1;
-        return 0;
-    }
-    unsigned m = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        qk_mode md;
-        if (qk_mode_parse(tok, &md) != QK_OK) return -1;
-        m |= 1u << md;
-    }
-    if (!m) return -1;
-    *mask = m;
-    return 0;
+static int one_format(const char *s) {
+    qk_format f;
+    return qk_format_parse(s, &f) == QK_OK ? (int)f : -1;
 }
+
+static int one_mode(const char *s) {
+    qk_mode m;
+    return qk_mode_parse(s, &m) == QK_OK ? (int)m : -1;
+}
+
+int acc_parse_formats(const char *s, unsigned *mask) { return parse_mask(s, QK_FORMAT_COUNT, one_format, mask); }
+int acc_parse_modes(const char *s, unsigned *mask) { return parse_mask(s, QK_MODE_COUNT, one_mode, mask); }
 
 int acc_parse_groups(const char *s, size_t *groups, int *n) {
     if (!s) return -1;
