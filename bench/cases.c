@@ -20,7 +20,7 @@ typedef struct cfg {
     qkb_kind kind;
     int gemm_only; /* matmul: only gemm kernels (M > 1) */
     size_t M, N, K;
-    int cold, headline, all_threads;
+    int cold, headline, all_threads; /* headline: 1 its first thread count, cache state and g = 32 / K; 2 all */
 } cfg;
 
 /* quick: under 3 minutes on a 2-core machine with the scalar reference included */
@@ -305,7 +305,7 @@ static void add(enum_ctx *e, const cfg *g, qkb_kind kind, const void *kernel, co
             c->st = is_block(f) ? QK_SCALE_F16 : QK_SCALE_F32;
             c->threads = ts[ti];
             c->cold = colds[ci];
-            c->headline = g->headline && ti == 0 && ci == 0 && (group == 32 || group == QKB_GROUP_K);
+            c->headline = g->headline == 2 || (g->headline && ti == 0 && ci == 0 && (group == 32 || group == QKB_GROUP_K));
             qkb_case_derive(c);
             const char *why = tier_skip(tier, e->o);
             if (why) snprintf(c->skip, sizeof c->skip, "%s", why);
@@ -416,14 +416,14 @@ int qkb_cases_build(qkb_cases *out, const qkb_plan_opts *o, char *err, size_t er
     enum_ctx e = {out, o, {0}, 0, qkb_ncores(), err, errlen};
     memset(out, 0, sizeof *out);
     for (int i = 0; i < 8 && o->threads[i]; i++) e.threads[e.nthreads++] = o->threads[i];
-    if (o->shapes[0].K) { /* --shape: every op on the given shapes */
+    if (o->shapes[0].K) { /* --shape: every op on the given shapes, each configuration in the best-variant table */
         for (int s = 0; s < 16 && o->shapes[s].K; s++) {
             const qkb_shape *sh = &o->shapes[s];
             size_t M = sh->M ? sh->M : 1;
             cfg list[] = {
-                {QKB_QUANTIZE, 0, 0, sh->N, sh->K, 1, s == 0, 0}, {QKB_DEQUANTIZE, 0, 0, sh->N, sh->K, 1, s == 0, 0},
-                {QKB_ACTQUANT, 0, M, 0, sh->K, 0, s == 0, 0},    {QKB_PACK, 0, 0, sh->N, sh->K, 0, s == 0, 0},
-                {QKB_MATMUL, M > 1, M, sh->N, sh->K, M == 1, s == 0, 0},
+                {QKB_QUANTIZE, 0, 0, sh->N, sh->K, 1, 2, 0}, {QKB_DEQUANTIZE, 0, 0, sh->N, sh->K, 1, 2, 0},
+                {QKB_ACTQUANT, 0, M, 0, sh->K, 0, 2, 0},    {QKB_PACK, 0, 0, sh->N, sh->K, 0, 2, 0},
+                {QKB_MATMUL, M > 1, M, sh->N, sh->K, M == 1, 2, 0},
             };
             for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
                 if ((!o->ops_mask || (o->ops_mask >> list[i].kind & 1)) && expand(&e, &list[i])) return qkb_cases_free(out), -1;
