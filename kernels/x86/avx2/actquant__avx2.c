@@ -11,7 +11,8 @@
  * the second pass of the current ones, so the out-of-order core hides the
  * reduction's and the divisions' latency behind the code arithmetic.
  * The reference's clamp to ±qmax never acts: id comes from the unrounded f32
- * scale, so |x·id| <= qmax·(1 + 2^-21) rounds to at most qmax (as avx512). */
+ * scale, so |x·id| <= qmax·(1 + 2^-21) rounds to at most qmax (as avx512).
+ * The chunk loops are x86/quant_driver.h, shared with the avx512 tier. */
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
 #error "this file needs the avx2 tier's flags"
 #endif
@@ -127,45 +128,10 @@ QK_INLINE void act_emit(const float *const *p, size_t g, const qk_qact *out, siz
     _mm256_storeu_si256((__m256i *)(out->sums + G0), qk_avx2_reduce8_add_epi32(v));
 }
 
-/* The full chunks, software-pipelined: pass 1 of chunk c+1 before pass 2 of
- * chunk c. Returns the groups done (a multiple of 8). */
-QK_INLINE size_t act_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, float qmaxf, int q8_0, const qk_qact *out,
-                            int *bad) {
-    size_t nfull = total / CHUNK, r = 0, j = 0;
-    if (!nfull) return 0;
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK];
-    int ok[2];
-    qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    ok[0] = act_stats(p[0], g, qmaxf, q8_0, out, 0, ids[0], bad);
-    for (size_t c = 0; c < nfull; c++) {
-        size_t cur = c & 1, nxt = cur ^ 1;
-        if (c + 1 < nfull) {
-            qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            ok[nxt] = act_stats(p[nxt], g, qmaxf, q8_0, out, (c + 1) * CHUNK, ids[nxt], bad);
-        }
-        if (ok[cur]) act_emit(p[cur], g, out, c * CHUNK, ids[cur]);
-        else act_general(p[cur], CHUNK, g, qmaxf, q8_0, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
-    }
-    return nfull * CHUNK;
-}
-
-static int actquant(const float *x, size_t ldx, const qk_qact *out, float qmaxf, int q8_0) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
-    int bad = 0;
-    if (g == 32) done = act_chunks(x, ldx, 32, ng, total, qmaxf, q8_0, out, &bad);
-    else if (g == 64) done = act_chunks(x, ldx, 64, ng, total, qmaxf, q8_0, out, &bad);
-    else if (g == 128) done = act_chunks(x, ldx, 128, ng, total, qmaxf, q8_0, out, &bad);
-    else if (g == 256) done = act_chunks(x, ldx, 256, ng, total, qmaxf, q8_0, out, &bad);
-    size_t r = done / ng, j = done % ng;
-    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        act_general(p, n, g, qmaxf, q8_0, out, G0, &bad);
-    }
-    return bad;
-}
+typedef int qd_mask;
+#define QD_GROUP_PTRS qk_avx2_group_ptrs
+#define QD_ACT
+#include "x86/quant_driver.h"
 
 int qk_actquant_a8__avx2(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 0); }
 int qk_actquant_a4__avx2(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 7.0f, 0); }

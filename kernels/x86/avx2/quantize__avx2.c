@@ -11,7 +11,8 @@
  * divisions' latency behind the code arithmetic (as the avx512 tier). Any
  * other g, and a chunk holding NaN/Inf, takes the general path: codes 32
  * values at a time, a group whose length is not a multiple of 32 (g = K only)
- * finishing through a zero-padded 32-value buffer. */
+ * finishing through a zero-padded 32-value buffer. The chunk loops are
+ * x86/quant_driver.h, shared with the avx512 tier; this file supplies the passes. */
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
 #error "this file needs the avx2 tier's flags"
 #endif
@@ -148,13 +149,6 @@ QK_INLINE void prefetch_ahead(const float *p, size_t g, size_t nfloats) {
     for (size_t l = 0; l < nfloats; l += 16) _mm_prefetch((const char *)(p + l + PF_AHEAD(g)), _MM_HINT_T0);
 }
 
-/* Inputs of at least STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
- * non-temporal 32-byte stores when the code rows keep whole aligned lines:
- * no read-for-ownership of the code lines, more bandwidth for the reads. */
-#define STREAM_MIN_BYTES ((size_t)8 << 20)
-static int use_stream(const qk_qmat *out) {
-    return out->rows * out->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 && out->row_bytes % 64 == 0;
-}
 QK_INLINE void st32(void *p, __m256i v, int nt) {
     if (nt) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
@@ -175,12 +169,13 @@ QK_INLINE __m256i nibbles64(__m256i a, __m256i b, int off) {
 
 /* ---- w4s, w8s ---- */
 
-/* Codes of the live groups among n (their scales already stored) one by one. */
-static void sym_codes_general(int fmt, const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, const float *ids,
-                              int live) {
-    size_t bpg = fmt == FMT_W8S ? g : g / 2;
-    for (size_t i = 0; i < n; i++)
-        if (live >> i & 1) group_codes(fmt, p[i], g, _mm256_setzero_ps(), _mm256_set1_ps(ids[i]), out->codes + (G0 + i) * bpg);
+/* Codes of the live groups among CHUNK (their scales already stored) one by one. */
+static void sym_partial(const float *const *p, size_t g, int w8, const qk_qmat *out, size_t G0, const float *ids, int live, int *bad) {
+    (void)bad;
+    size_t bpg = w8 ? g : g / 2;
+    for (size_t i = 0; i < CHUNK; i++)
+        if (live >> i & 1)
+            group_codes(w8 ? FMT_W8S : FMT_W4S, p[i], g, _mm256_setzero_ps(), _mm256_set1_ps(ids[i]), out->codes + (G0 + i) * bpg);
 }
 
 /* Scales of n <= 8 groups from their absmax bits; inverse scales in ids.
@@ -194,12 +189,12 @@ QK_INLINE int sym_scales(__m256i amax, size_t n, float qmaxf, const qk_qmat *out
 }
 
 /* Any g, n <= 8 groups. */
-static void sym_general(int fmt, const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
+static void sym_general(const float *const *p, size_t n, size_t g, int w8, const qk_qmat *out, size_t G0, int *bad) {
     __m256i am[CHUNK];
     float ids[CHUNK];
     for (size_t i = 0; i < CHUNK; i++) am[i] = i < n ? qk_avx2_absmax_bits(p[i], g) : _mm256_setzero_si256();
-    int live = sym_scales(qk_avx2_reduce8_max_epi32(am), n, fmt == FMT_W8S ? 127.0f : 7.0f, out, G0, ids, bad);
-    sym_codes_general(fmt, p, n, g, out, G0, ids, live);
+    int live = sym_scales(qk_avx2_reduce8_max_epi32(am), n, w8 ? 127.0f : 7.0f, out, G0, ids, bad);
+    sym_partial(p, g, w8, out, G0, ids, live, bad); /* live < 1 << n */
 }
 
 /* Pass 1 over 8 groups of a fixed g (a multiple of 32, <= 256). */
@@ -255,61 +250,6 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
         }
     }
 }
-
-/* The full chunks, pass 1 of chunk c+1 before pass 2 of chunk c. Returns the groups done. */
-QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
-                            int *bad) {
-    const float qmaxf = w8 ? 127.0f : 7.0f;
-    size_t nfull = total / CHUNK, r = 0, j = 0;
-    if (!nfull) return 0;
-    int nt = use_stream(out);
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK];
-    int live[2];
-    qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    live[0] = sym_stats(p[0], g, qmaxf, out, 0, ids[0], bad);
-    for (size_t c = 0; c < nfull; c++) {
-        size_t cur = c & 1, nxt = cur ^ 1;
-        if (c + 1 < nfull) {
-            qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            live[nxt] = sym_stats(p[nxt], g, qmaxf, out, (c + 1) * CHUNK, ids[nxt], bad);
-        }
-        if (live[cur] == 0xff) sym_emit(p[cur], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
-        else sym_codes_general(w8 ? FMT_W8S : FMT_W4S, p[cur], CHUNK, g, out, c * CHUNK, ids[cur], live[cur]);
-    }
-    if (nt) _mm_sfence();
-    return nfull * CHUNK;
-}
-
-#define SYM_FAST_CASES(w8, clamp)                                                                   \
-    switch (g) {                                                                                    \
-    case 32: done = sym_chunks(x, ldx, 32, ng, total, w8, clamp, out, &bad); break;                 \
-    case 64: done = sym_chunks(x, ldx, 64, ng, total, w8, clamp, out, &bad); break;                 \
-    case 128: done = sym_chunks(x, ldx, 128, ng, total, w8, clamp, out, &bad); break;               \
-    default: done = sym_chunks(x, ldx, 256, ng, total, w8, clamp, out, &bad); break;                \
-    }
-
-static int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, int w8) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
-    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
-    if (g == 32 || g == 64 || g == 128 || g == 256) {
-        if (w8 && clamp) SYM_FAST_CASES(1, 1)
-        else if (w8) SYM_FAST_CASES(1, 0)
-        else if (clamp) SYM_FAST_CASES(0, 1)
-        else SYM_FAST_CASES(0, 0)
-    }
-    size_t r = done / ng, j = done % ng;
-    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        sym_general(w8 ? FMT_W8S : FMT_W4S, p, n, g, out, G0, &bad);
-    }
-    return bad;
-}
-
-int qk_quantize_w4s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
-int qk_quantize_w8s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
 
 /* ---- w4a ---- */
 
@@ -404,7 +344,9 @@ QK_INLINE __m256i w4a32(const float *x, __m256 m, __m256 id) {
     return _mm256_min_epi8(_mm256_max_epi8(b, _mm256_setzero_si256()), _mm256_set1_epi8(15));
 }
 
-QK_INLINE void w4a_emit(const float *const *p, size_t g, const qk_qmat *out, size_t G0, const float *ids, const float *ms, int nt) {
+QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
+                       int nt) {
+    (void)clamp; /* w4a32 clamps on the packed bytes */
     uint8_t *dst = out->codes + G0 * g / 2;
     if (g == 32) {
 #pragma GCC unroll 4
@@ -424,48 +366,6 @@ QK_INLINE void w4a_emit(const float *const *p, size_t g, const qk_qmat *out, siz
             }
         }
     }
-}
-
-QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, const qk_qmat *out, int *bad) {
-    size_t nfull = total / CHUNK, r = 0, j = 0;
-    if (!nfull) return 0;
-    int nt = use_stream(out);
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK], ms[2][CHUNK];
-    int live[2];
-    qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    live[0] = w4a_stats(p[0], g, out, 0, ids[0], ms[0], bad);
-    for (size_t c = 0; c < nfull; c++) {
-        size_t cur = c & 1, nxt = cur ^ 1;
-        if (c + 1 < nfull) {
-            qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            live[nxt] = w4a_stats(p[nxt], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
-        }
-        if (live[cur] == 0xff) w4a_emit(p[cur], g, out, c * CHUNK, ids[cur], ms[cur], nt);
-        else w4a_general(p[cur], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
-    }
-    if (nt) _mm_sfence();
-    return nfull * CHUNK;
-}
-
-int qk_quantize_w4a__avx2(const float *x, size_t ldx, const qk_qmat *out) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
-    int bad = 0;
-    switch (g) {
-    case 32: done = w4a_chunks(x, ldx, 32, ng, total, out, &bad); break;
-    case 64: done = w4a_chunks(x, ldx, 64, ng, total, out, &bad); break;
-    case 128: done = w4a_chunks(x, ldx, 128, ng, total, out, &bad); break;
-    case 256: done = w4a_chunks(x, ldx, 256, ng, total, out, &bad); break;
-    default: break;
-    }
-    size_t r = done / ng, j = done % ng;
-    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk_avx2_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        w4a_general(p, n, g, out, G0, &bad);
-    }
-    return bad;
 }
 
 /* ---- llama.cpp blocks (g = 32) ---- */
@@ -523,7 +423,7 @@ static __m256 q4_0_signed_max(__m256i amax, __m256 mx, __m256 mn, int live, cons
 }
 
 /* Pass 1 over n <= 8 blocks: fp16 d in hs, 1/d in ids. Returns the blocks to quantize. */
-QK_INLINE int block_stats(const float *const *p, size_t n, int q8, float *ids, uint16_t *hs, int *bad) {
+QK_INLINE int block_stats(const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
     __m256i am[CHUNK], vmx[CHUNK], vmn[CHUNK];
 #pragma GCC unroll 8
     for (size_t i = 0; i < CHUNK; i++) {
@@ -534,7 +434,7 @@ QK_INLINE int block_stats(const float *const *p, size_t n, int q8, float *ids, u
         __m256 v0 = _mm256_loadu_ps(p[i]), v1 = _mm256_loadu_ps(p[i] + 8), v2 = _mm256_loadu_ps(p[i] + 16), v3 = _mm256_loadu_ps(p[i] + 24);
         am[i] = _mm256_max_epi32(_mm256_max_epi32(qk_avx2_abs_bits(v0), qk_avx2_abs_bits(v1)),
                                  _mm256_max_epi32(qk_avx2_abs_bits(v2), qk_avx2_abs_bits(v3)));
-        if (!q8) {
+        if (q4) {
             vmx[i] = _mm256_castps_si256(_mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3)));
             vmn[i] = _mm256_castps_si256(_mm256_min_ps(_mm256_min_ps(v0, v1), _mm256_min_ps(v2, v3)));
         }
@@ -544,8 +444,8 @@ QK_INLINE int block_stats(const float *const *p, size_t n, int q8, float *ids, u
     if (nonfinite) *bad |= QK_ROW_NONFINITE;
     int live = ((1 << n) - 1) & ~nonfinite;
     __m256 d;
-    if (q8) d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
-    else d = _mm256_div_ps(q4_0_signed_max(amax, qk_avx2_reduce8_max_ps(vmx), qk_avx2_reduce8_min_ps(vmn), live, p), _mm256_set1_ps(-8.0f));
+    if (q4) d = _mm256_div_ps(q4_0_signed_max(amax, qk_avx2_reduce8_max_ps(vmx), qk_avx2_reduce8_min_ps(vmn), live, p), _mm256_set1_ps(-8.0f));
+    else d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
     _mm256_storeu_ps(ids, qk_avx2_inv_scale(d));
     __m128i hv = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128((__m128i *)hs, hv);
@@ -555,9 +455,9 @@ QK_INLINE int block_stats(const float *const *p, size_t n, int q8, float *ids, u
 }
 
 /* Pass 2 over n <= 8 blocks, written in order (fp16 d, then the codes). */
-QK_INLINE void block_emit(const float *const *p, size_t n, int q8, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
+QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
                           int live) {
-    const size_t bs = q8 ? QK_Q8_0_BYTES : QK_Q4_0_BYTES;
+    const size_t bs = q4 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES;
 #pragma GCC unroll 8
     for (size_t i = 0; i < CHUNK; i++) {
         if (i >= n) break;
@@ -565,34 +465,19 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q8, uint8_t *code
         if (!(live >> i & 1)) continue;
         uint8_t *blk = codes + (B0 + i) * bs;
         qk_wr16(blk, hs[i]);
-        if (q8) q8_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
-        else q4_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
+        if (q4) q4_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
+        else q8_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
     }
 }
 
-/* Chunks of 8 blocks across rows, pass 1 of the next chunk before pass 2 of this one. */
-QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q8) {
-    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
-    int bad = 0;
-    if (!total) return 0;
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK];
-    uint16_t hs[2][CHUNK];
-    int live[2];
-    size_t n0 = total < CHUNK ? total : CHUNK;
-    qk_avx2_group_ptrs(x, ldx, 32, nb, &r, &j, n0, p[0]);
-    live[0] = block_stats(p[0], n0, q8, ids[0], hs[0], &bad);
-    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
-        size_t cur = (B0 / CHUNK) & 1, nxt = cur ^ 1, n = total - B0 < CHUNK ? total - B0 : CHUNK;
-        if (B0 + CHUNK < total) {
-            size_t nn = total - B0 - CHUNK < CHUNK ? total - B0 - CHUNK : CHUNK;
-            qk_avx2_group_ptrs(x, ldx, 32, nb, &r, &j, nn, p[nxt]);
-            live[nxt] = block_stats(p[nxt], nn, q8, ids[nxt], hs[nxt], &bad);
-        }
-        block_emit(p[cur], n, q8, out->codes, B0, ids[cur], hs[cur], live[cur]);
-    }
-    return bad;
-}
+typedef int qd_mask;
+#define QD_GROUP_PTRS qk_avx2_group_ptrs
+#define QD_W4A_CLAMP 0
+#define QD_WEIGHTS
+#include "x86/quant_driver.h"
 
-int qk_quantize_q4_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }
-int qk_quantize_q8_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
+int qk_quantize_w4s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
+int qk_quantize_w8s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
+int qk_quantize_w4a__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_w4a(x, ldx, out); }
+int qk_quantize_q4_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
+int qk_quantize_q8_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }

@@ -6,7 +6,8 @@
  * then the codes (data in L1) with the per-group sums reduced the same way.
  * The reference's clamp to ±qmax never acts here: id comes from the unrounded
  * f32 scale, so |x·id| <= qmax·(1 + 2^-21) (1/s overflows to id = 0 before s
- * is subnormal enough to lose more precision) and rounds to at most qmax. */
+ * is subnormal enough to lose more precision) and rounds to at most qmax.
+ * The chunk loops are x86/quant_driver.h, shared with the avx2 tier. */
 #include "x86/avx512/avx512_common.h"
 
 #define QK_INLINE static inline __attribute__((always_inline))
@@ -121,46 +122,10 @@ QK_INLINE void act_emit(const float *const *p, size_t g, const qk_qact *out, siz
     _mm512_storeu_si512(out->sums + G0, qk512_reduce16_add_epi32(v));
 }
 
-/* The full chunks, software-pipelined: pass 1 of chunk c+1 (reduction,
- * divisions) is issued before pass 2 of chunk c, so the out-of-order core
- * overlaps their latency with the code arithmetic. Returns the groups done. */
-QK_INLINE size_t act_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, float qmax, int q8_0, const qk_qact *out,
-                            int *bad) {
-    size_t nfull = total / CHUNK, r = 0, j = 0;
-    if (!nfull) return 0;
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK];
-    int ok[2];
-    qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    ok[0] = act_stats(p[0], g, qmax, q8_0, out, 0, ids[0], bad);
-    for (size_t c = 0; c < nfull; c++) {
-        size_t cur = c & 1, nxt = cur ^ 1;
-        if (c + 1 < nfull) {
-            qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            ok[nxt] = act_stats(p[nxt], g, qmax, q8_0, out, (c + 1) * CHUNK, ids[nxt], bad);
-        }
-        if (ok[cur]) act_emit(p[cur], g, out, c * CHUNK, ids[cur]);
-        else act_general(p[cur], CHUNK, g, qmax, q8_0, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
-    }
-    return nfull * CHUNK;
-}
-
-static int actquant(const float *x, size_t ldx, const qk_qact *out, float qmax, int q8_0) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
-    int bad = 0;
-    if (g == 32) done = act_chunks(x, ldx, 32, ng, total, qmax, q8_0, out, &bad);
-    else if (g == 64) done = act_chunks(x, ldx, 64, ng, total, qmax, q8_0, out, &bad);
-    else if (g == 128) done = act_chunks(x, ldx, 128, ng, total, qmax, q8_0, out, &bad);
-    else if (g == 256) done = act_chunks(x, ldx, 256, ng, total, qmax, q8_0, out, &bad);
-    size_t r = done / ng, j = done % ng;
-    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        act_general(p, n, g, qmax, q8_0, out, G0, &bad);
-    }
-    return bad;
-}
+typedef __mmask16 qd_mask;
+#define QD_GROUP_PTRS qk512_group_ptrs
+#define QD_ACT
+#include "x86/quant_driver.h"
 
 int qk_actquant_a8__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 0); }
 int qk_actquant_a4__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 7.0f, 0); }

@@ -11,7 +11,9 @@
  * A group holding NaN or Inf is skipped and reported (QK_ROW_NONFINITE).
  *
  * With f32 scales the clamp of the reference never acts (|x·id| stays within
- * a rounding error of the code range), so it is applied with f16 scales only. */
+ * a rounding error of the code range), so it is applied with f16 scales only.
+ * The chunk loops are x86/quant_driver.h, shared with the avx2 tier; this
+ * file supplies the passes. */
 #include "x86/avx512/avx512_common.h"
 
 #define QK_INLINE static inline __attribute__((always_inline))
@@ -30,12 +32,6 @@ QK_INLINE void prefetch64_ahead(const float *p, size_t g) {
     for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l + PF_AHEAD(g)), _MM_HINT_T0);
 }
 
-/* Matrices of at least STREAM_MIN_BYTES of input write their codes with
- * non-temporal stores (w4s, w8s, w4a: whole aligned lines, 64 bytes or two
- * adjacent 32-byte halves): the code lines are not read for ownership, which
- * leaves the read stream more of the memory bandwidth. */
-#define STREAM_MIN_BYTES ((size_t)8 << 20)
-
 QK_INLINE void st64(void *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512(p, v);
     else _mm512_storeu_si512(p, v);
@@ -43,12 +39,6 @@ QK_INLINE void st64(void *p, __m512i v, int nt) {
 QK_INLINE void st32(void *p, __m256i v, int nt) {
     if (nt) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
-}
-
-/* Stream the codes of out (x: rows of K floats)? */
-static int use_stream(const qk_qmat *out) {
-    return out->rows * out->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 &&
-           out->row_bytes % 64 == 0;
 }
 
 /* ---- code packing ---- */
@@ -201,65 +191,14 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
     }
 }
 
-/* The full chunks of 16 groups, software-pipelined: pass 1 (absmax, the
- * divisions) of chunk c+1 is issued before pass 2 of chunk c, so the
- * out-of-order core overlaps the reductions' and divisions' latency with
- * the code arithmetic. Returns the groups done (a multiple of 16). */
-QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
-                            int *bad) {
-    const float qmax = w8 ? 127.0f : 7.0f;
-    size_t nfull = total / CHUNK, r = 0, j = 0;
-    int nt = use_stream(out);
-    if (!nfull) return 0;
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK];
-    __mmask16 live[2];
-    qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    live[0] = sym_stats(p[0], g, qmax, out, 0, ids[0], bad);
-    for (size_t c = 0; c < nfull; c++) {
-        size_t cur = c & 1, nxt = cur ^ 1;
-        if (c + 1 < nfull) {
-            qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            live[nxt] = sym_stats(p[nxt], g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
-        }
-        if (live[cur] == 0xffff) sym_emit(p[cur], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
-        else /* a group with NaN/Inf: the others one by one (their scales are already right) */
-            for (size_t i = 0; i < CHUNK; i++)
-                if ((live[cur] >> i) & 1) sym_general(p[cur] + i, 1, g, w8, out, c * CHUNK + i, bad);
-    }
-    if (nt) _mm_sfence();
-    return nfull * CHUNK;
+/* Pass 2 of the live groups of a chunk holding NaN/Inf, one by one (their
+ * scales are already right, sym_general stores the same again). */
+static void sym_partial(const float *const *p, size_t g, int w8, const qk_qmat *out, size_t G0, const float *ids, __mmask16 live,
+                        int *bad) {
+    (void)ids;
+    for (size_t i = 0; i < CHUNK; i++)
+        if ((live >> i) & 1) sym_general(p + i, 1, g, w8, out, G0 + i, bad);
 }
-
-#define SYM_FAST_CASES(w8, clamp)                                                                   \
-    switch (g) {                                                                                    \
-    case 32: done = sym_chunks(x, ldx, 32, ng, total, w8, clamp, out, &bad); break;                 \
-    case 64: done = sym_chunks(x, ldx, 64, ng, total, w8, clamp, out, &bad); break;                 \
-    case 128: done = sym_chunks(x, ldx, 128, ng, total, w8, clamp, out, &bad); break;               \
-    default: done = sym_chunks(x, ldx, 256, ng, total, w8, clamp, out, &bad); break;                \
-    }
-
-static int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, int w8) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
-    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
-    if (g == 32 || g == 64 || g == 128 || g == 256) {
-        if (w8 && clamp) SYM_FAST_CASES(1, 1)
-        else if (w8) SYM_FAST_CASES(1, 0)
-        else if (clamp) SYM_FAST_CASES(0, 1)
-        else SYM_FAST_CASES(0, 0)
-    }
-    size_t r = done / ng, j = done % ng;
-    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        sym_general(p, n, g, w8, out, G0, &bad);
-    }
-    return bad;
-}
-
-int qk_quantize_w4s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
-int qk_quantize_w8s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
 
 /* ---- w4a ---- */
 
@@ -402,54 +341,6 @@ QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qma
     }
 }
 
-/* The full chunks, pass 1 of the next before pass 2 of this one (as sym_chunks). */
-QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
-    size_t nfull = total / CHUNK, r = 0, j = 0;
-    int nt = use_stream(out);
-    if (!nfull) return 0;
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK], ms[2][CHUNK];
-    __mmask16 live[2];
-    qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    live[0] = w4a_stats(p[0], g, out, 0, ids[0], ms[0], bad);
-    for (size_t c = 0; c < nfull; c++) {
-        size_t cur = c & 1, nxt = cur ^ 1;
-        if (c + 1 < nfull) {
-            qk512_group_ptrs(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            live[nxt] = w4a_stats(p[nxt], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
-        }
-        if (live[cur] == 0xffff) w4a_emit(p[cur], g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
-        else w4a_general(p[cur], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf somewhere in the chunk */
-    }
-    if (nt) _mm_sfence();
-    return nfull * CHUNK;
-}
-
-#define W4A_FAST_CASES(clamp)                                                                       \
-    switch (g) {                                                                                    \
-    case 32: done = w4a_chunks(x, ldx, 32, ng, total, clamp, out, &bad); break;                     \
-    case 64: done = w4a_chunks(x, ldx, 64, ng, total, clamp, out, &bad); break;                     \
-    case 128: done = w4a_chunks(x, ldx, 128, ng, total, clamp, out, &bad); break;                   \
-    default: done = w4a_chunks(x, ldx, 256, ng, total, clamp, out, &bad); break;                    \
-    }
-
-int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) {
-    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
-    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
-    if (g == 32 || g == 64 || g == 128 || g == 256) {
-        if (clamp) W4A_FAST_CASES(1)
-        else W4A_FAST_CASES(0)
-    }
-    size_t r = done / ng, j = done % ng;
-    for (size_t G0 = done; G0 < total; G0 += CHUNK) {
-        size_t n = total - G0 < CHUNK ? total - G0 : CHUNK;
-        const float *p[CHUNK];
-        qk512_group_ptrs(x, ldx, g, ng, &r, &j, n, p);
-        w4a_general(p, n, g, out, G0, &bad);
-    }
-    return bad;
-}
-
 /* ---- q4_0, q8_0: 32-value blocks, fp16 d at the head of each block ---- */
 
 /* The fp16 d of 16 blocks into hs; flags an overflowed d among the live ones.
@@ -570,29 +461,14 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
     }
 }
 
-/* Chunks of 16 blocks, pass 1 of the next chunk issued before pass 2 of this one. */
-QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q4) {
-    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
-    int bad = 0;
-    if (!total) return 0;
-    const float *p[2][CHUNK];
-    float ids[2][CHUNK];
-    uint16_t hs[2][CHUNK];
-    __mmask16 live[2];
-    size_t n0 = total < CHUNK ? total : CHUNK;
-    qk512_group_ptrs(x, ldx, 32, nb, &r, &j, n0, p[0]);
-    live[0] = block_stats(p[0], n0, q4, ids[0], hs[0], &bad);
-    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
-        size_t cur = (B0 / CHUNK) & 1, nxt = cur ^ 1, n = total - B0 < CHUNK ? total - B0 : CHUNK;
-        if (B0 + CHUNK < total) {
-            size_t nn = total - B0 - CHUNK < CHUNK ? total - B0 - CHUNK : CHUNK;
-            qk512_group_ptrs(x, ldx, 32, nb, &r, &j, nn, p[nxt]);
-            live[nxt] = block_stats(p[nxt], nn, q4, ids[nxt], hs[nxt], &bad);
-        }
-        block_emit(p[cur], n, q4, out->codes, B0, ids[cur], hs[cur], live[cur]);
-    }
-    return bad;
-}
+typedef __mmask16 qd_mask;
+#define QD_GROUP_PTRS qk512_group_ptrs
+#define QD_W4A_CLAMP 1
+#define QD_WEIGHTS
+#include "x86/quant_driver.h"
 
+int qk_quantize_w4s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
+int qk_quantize_w8s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
+int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_w4a(x, ldx, out); }
 int qk_quantize_q4_0__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
 int qk_quantize_q8_0__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }

@@ -1,0 +1,225 @@
+/* Drivers of the x86 weight and activation quantizers, shared by the avx2 and
+ * avx512 tiers: the order in which chunks of CHUNK consecutive groups (row
+ * major across rows) are visited, the software pipeline (pass 1 of chunk
+ * c+1 issued before pass 2 of chunk c, so the out-of-order core hides the
+ * reductions' and divisions' latency behind the code arithmetic), the
+ * fixed-g specializations (g = 32/64/128/256) and the general path for the
+ * remaining groups. No vector code here: it is compiled with the flags of
+ * the tier that includes it, from that tier's primitives.
+ *
+ * The including file (one tier) defines, before including this header:
+ *   CHUNK                     groups per chunk (8 on ymm, 16 on zmm)
+ *   qd_mask                   the type of a set of CHUNK groups (int, __mmask16)
+ *   QD_GROUP_PTRS             the tier's qk_*_group_ptrs
+ * and, with QD_WEIGHTS (weight quantization, qk_qmat):
+ *   sym_stats(p, g, qmax, out, G0, ids, bad) -> qd_mask   pass 1, fixed g: scales
+ *                             of the CHUNK groups stored, 1/scale in ids; the finite groups
+ *   sym_emit(p, g, w8, clamp, out, G0, ids, nt)           pass 2, fixed g, all groups finite
+ *   sym_partial(p, g, w8, out, G0, ids, live, bad)        pass 2 of the live groups only
+ *   sym_general(p, n, g, w8, out, G0, bad)                any g, n <= CHUNK groups, both passes
+ *   w4a_stats(p, g, out, G0, ids, ms, bad) -> qd_mask     pass 1, fixed g; 0 when a group
+ *                             holds NaN/Inf (nothing stored), else all groups
+ *   w4a_emit(p, g, clamp, out, G0, ids, ms, nt)           pass 2, fixed g
+ *   w4a_general(p, n, g, out, G0, bad)                    any g, n <= CHUNK groups
+ *   QD_W4A_CLAMP              1 when w4a_emit needs a separate f16-scale (clamping) variant
+ *   block_stats(p, n, q4, ids, hs, bad) -> qd_mask        q4_0/q8_0 pass 1 over n <= CHUNK blocks
+ *   block_emit(p, n, q4, codes, B0, ids, hs, live)        q4_0/q8_0 pass 2
+ * and, with QD_ACT (activation quantization, qk_qact):
+ *   act_stats(p, g, qmax, q8_0, out, G0, ids, bad) -> int pass 1, fixed g; 0 on NaN/Inf
+ *   act_emit(p, g, out, G0, ids)                          pass 2, fixed g
+ *   act_general(p, n, g, qmax, q8_0, out, G0, bad)        any g, n <= CHUNK groups
+ * p holds CHUNK group pointers; w8: w8s (else w4s); clamp: f16 scales (the
+ * reference's clamp can act); nt: write the codes with non-temporal stores. */
+#ifndef QK_X86_QUANT_DRIVER_H
+#define QK_X86_QUANT_DRIVER_H
+
+#ifndef QK_INLINE
+#define QK_INLINE static inline __attribute__((always_inline))
+#endif
+
+#define QD_FULL ((qd_mask)((1u << CHUNK) - 1u))
+
+/* The general path for groups done.. total - 1 of x (ng groups of g per row,
+ * rows ldx floats apart), CHUNK at a time: call sees p (the group pointers),
+ * n (how many) and G0 (the first group's index). */
+#define QD_GENERAL_TAIL(x, ldx, g, ng, done, total, call)                                                                        \
+    do {                                                                                                                          \
+        size_t r_ = (done) / (ng), j_ = (done) % (ng);                                                                            \
+        for (size_t G0 = (done); G0 < (total); G0 += CHUNK) {                                                                     \
+            size_t n = (total) - G0 < CHUNK ? (total) - G0 : CHUNK;                                                               \
+            const float *p[CHUNK];                                                                                                \
+            QD_GROUP_PTRS(x, ldx, g, ng, &r_, &j_, n, p);                                                                         \
+            call;                                                                                                                 \
+        }                                                                                                                         \
+    } while (0)
+
+#ifdef QD_WEIGHTS
+
+/* Inputs of at least STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
+ * non-temporal stores when the code rows keep whole aligned lines: the code
+ * lines are not read for ownership, which leaves the read stream more of the
+ * memory bandwidth. */
+#define STREAM_MIN_BYTES ((size_t)8 << 20)
+static inline int use_stream(const qk_qmat *out) {
+    return out->rows * out->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 && out->row_bytes % 64 == 0;
+}
+
+/* w4s, w8s: the full chunks of a fixed g. Returns the groups done. */
+QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
+                            int *bad) {
+    const float qmax = w8 ? 127.0f : 7.0f;
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    int nt = use_stream(out);
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    qd_mask live[2];
+    QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = sym_stats(p[0], g, qmax, out, 0, ids[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            live[nxt] = sym_stats(p[nxt], g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
+        }
+        if (live[cur] == QD_FULL) sym_emit(p[cur], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
+        else sym_partial(p[cur], g, w8, out, c * CHUNK, ids[cur], live[cur], bad); /* NaN/Inf in the chunk */
+    }
+    if (nt) _mm_sfence();
+    return nfull * CHUNK;
+}
+
+/* One specialization per g = 32/64/128/256 (w8, clamp constant). */
+QK_INLINE size_t sym_fast(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
+                          int *bad) {
+    switch (g) {
+    case 32: return sym_chunks(x, ldx, 32, ng, total, w8, clamp, out, bad);
+    case 64: return sym_chunks(x, ldx, 64, ng, total, w8, clamp, out, bad);
+    case 128: return sym_chunks(x, ldx, 128, ng, total, w8, clamp, out, bad);
+    case 256: return sym_chunks(x, ldx, 256, ng, total, w8, clamp, out, bad);
+    default: return 0;
+    }
+}
+
+static inline int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, int w8) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done;
+    int bad = 0, clamp = out->scale_type == QK_SCALE_F16;
+    if (w8 && clamp) done = sym_fast(x, ldx, g, ng, total, 1, 1, out, &bad);
+    else if (w8) done = sym_fast(x, ldx, g, ng, total, 1, 0, out, &bad);
+    else if (clamp) done = sym_fast(x, ldx, g, ng, total, 0, 1, out, &bad);
+    else done = sym_fast(x, ldx, g, ng, total, 0, 0, out, &bad);
+    QD_GENERAL_TAIL(x, ldx, g, ng, done, total, sym_general(p, n, g, w8, out, G0, &bad));
+    return bad;
+}
+
+/* w4a: the full chunks of a fixed g. Returns the groups done. */
+QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    int nt = use_stream(out);
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK], ms[2][CHUNK];
+    qd_mask live[2];
+    QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = w4a_stats(p[0], g, out, 0, ids[0], ms[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            live[nxt] = w4a_stats(p[nxt], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
+        }
+        if (live[cur] == QD_FULL) w4a_emit(p[cur], g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
+        else w4a_general(p[cur], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
+    }
+    if (nt) _mm_sfence();
+    return nfull * CHUNK;
+}
+
+QK_INLINE size_t w4a_fast(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
+    switch (g) {
+    case 32: return w4a_chunks(x, ldx, 32, ng, total, clamp, out, bad);
+    case 64: return w4a_chunks(x, ldx, 64, ng, total, clamp, out, bad);
+    case 128: return w4a_chunks(x, ldx, 128, ng, total, clamp, out, bad);
+    case 256: return w4a_chunks(x, ldx, 256, ng, total, clamp, out, bad);
+    default: return 0;
+    }
+}
+
+QK_INLINE int quantize_w4a(const float *x, size_t ldx, const qk_qmat *out) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done;
+    int bad = 0;
+    if (QD_W4A_CLAMP && out->scale_type == QK_SCALE_F16) done = w4a_fast(x, ldx, g, ng, total, 1, out, &bad);
+    else done = w4a_fast(x, ldx, g, ng, total, 0, out, &bad);
+    QD_GENERAL_TAIL(x, ldx, g, ng, done, total, w4a_general(p, n, g, out, G0, &bad));
+    return bad;
+}
+
+/* q4_0 (q4) / q8_0: chunks of CHUNK 32-value blocks across rows, the last
+ * one partial, pass 1 of the next chunk before pass 2 of this one. */
+QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q4) {
+    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
+    int bad = 0;
+    if (!total) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    uint16_t hs[2][CHUNK];
+    qd_mask live[2];
+    size_t n0 = total < CHUNK ? total : CHUNK;
+    QD_GROUP_PTRS(x, ldx, 32, nb, &r, &j, n0, p[0]);
+    live[0] = block_stats(p[0], n0, q4, ids[0], hs[0], &bad);
+    for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
+        size_t cur = (B0 / CHUNK) & 1, nxt = cur ^ 1, n = total - B0 < CHUNK ? total - B0 : CHUNK;
+        if (B0 + CHUNK < total) {
+            size_t nn = total - B0 - CHUNK < CHUNK ? total - B0 - CHUNK : CHUNK;
+            QD_GROUP_PTRS(x, ldx, 32, nb, &r, &j, nn, p[nxt]);
+            live[nxt] = block_stats(p[nxt], nn, q4, ids[nxt], hs[nxt], &bad);
+        }
+        block_emit(p[cur], n, q4, out->codes, B0, ids[cur], hs[cur], live[cur]);
+    }
+    return bad;
+}
+
+#endif /* QD_WEIGHTS */
+
+#ifdef QD_ACT
+
+/* The full chunks of a fixed g. Returns the groups done. */
+QK_INLINE size_t act_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, float qmax, int q8_0, const qk_qact *out,
+                            int *bad) {
+    size_t nfull = total / CHUNK, r = 0, j = 0;
+    if (!nfull) return 0;
+    const float *p[2][CHUNK];
+    float ids[2][CHUNK];
+    int ok[2];
+    QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    ok[0] = act_stats(p[0], g, qmax, q8_0, out, 0, ids[0], bad);
+    for (size_t c = 0; c < nfull; c++) {
+        size_t cur = c & 1, nxt = cur ^ 1;
+        if (c + 1 < nfull) {
+            QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
+            ok[nxt] = act_stats(p[nxt], g, qmax, q8_0, out, (c + 1) * CHUNK, ids[nxt], bad);
+        }
+        if (ok[cur]) act_emit(p[cur], g, out, c * CHUNK, ids[cur]);
+        else act_general(p[cur], CHUNK, g, qmax, q8_0, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
+    }
+    return nfull * CHUNK;
+}
+
+/* Activation rows -> codes, scales, sums: a8/a4 (qmax 127/7), q8_0 (f16-rounded scales). */
+static inline int actquant(const float *x, size_t ldx, const qk_qact *out, float qmax, int q8_0) {
+    size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done = 0;
+    int bad = 0;
+    switch (g) {
+    case 32: done = act_chunks(x, ldx, 32, ng, total, qmax, q8_0, out, &bad); break;
+    case 64: done = act_chunks(x, ldx, 64, ng, total, qmax, q8_0, out, &bad); break;
+    case 128: done = act_chunks(x, ldx, 128, ng, total, qmax, q8_0, out, &bad); break;
+    case 256: done = act_chunks(x, ldx, 256, ng, total, qmax, q8_0, out, &bad); break;
+    default: break;
+    }
+    QD_GENERAL_TAIL(x, ldx, g, ng, done, total, act_general(p, n, g, qmax, q8_0, out, G0, &bad));
+    return bad;
+}
+
+#endif /* QD_ACT */
+
+#endif /* QK_X86_QUANT_DRIVER_H */
