@@ -284,8 +284,96 @@ QK_INLINE void q4_0_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
     for (size_t r = 0; r < nr; r++) a->y[n0 + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[2 * r], acc[2 * r + 1]));
 }
 
+/* ---- q4_0, K % 128 == 0: four blocks (72 bytes) per step, x transposed ----
+ * Two overlapping 64-byte loads (bytes 0..63 and 8..71 of the four blocks)
+ * and one vpermt2w put the 4 x 16 code bytes side by side (bytes 16b..16b+15
+ * of the vector: block b), dropping the fp16 d words; a vpermw of the first
+ * load gathers d_b into words 4b..4b+3, one vcvtph2ps makes them the lane
+ * scales. Dword l then holds bytes 4(l%4)..4(l%4)+3 of block l/4, and its
+ * nibble i element 4(l%4) + i/2 + 16(i%2) of that block: as in the w4s/w4a
+ * path, nibble i of every lane is looked up (vpermps, low 4 bits) after a
+ * shift by 4i, against xt[128B + 16i + l] = x[128B + 32(l/4) + 4(l%4) + i/2
+ * + 16(i%2)], formed once per call. The table holds c - 8; each block's
+ * lanes are scaled by its d once per step. */
+
+#ifndef Q4T_R
+#define Q4T_R 8
+#endif
+enum { RQ = Q4T_R };
+
+/* vpermt2w word indices: output word 8b + m is code word m of block b, at
+ * byte 18b + 2 + 2m of the step: word 9b + 1 + m of the first load, or past
+ * its end (>= 32) word 9b + 1 + m - 4 of the second (index bit 5). */
+static const uint16_t q4t_code_idx[32] = {
+    1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17,
+    19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32 + 28, 32 + 29, 32 + 30, 32 + 31};
+/* vpermw word indices: word l (l < 16) is d of block l/4 (word 9(l/4)). */
+static const uint16_t q4t_d_idx[32] = {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27};
+
+QK_INLINE void q4t_rows(const qk_matmul_args *a, const float *xt, size_t n0, size_t nr) {
+    const qk_qmat *w = a->w;
+    size_t nb4 = a->K / 128, rb = w->row_bytes;
+    const __m512 c8 = _mm512_loadu_ps(c8_tab);
+    const __m512i ci = _mm512_loadu_si512(q4t_code_idx), di = _mm512_loadu_si512(q4t_d_idx);
+    __m512 acc[RQ];
+    const uint8_t *row[RQ];
+    for (size_t r = 0; r < nr; r++) {
+        acc[r] = _mm512_setzero_ps();
+        row[r] = w->codes + (n0 + r) * rb;
+    }
+    for (size_t b = 0; b < nb4; b++) {
+        __m512i v[RQ];
+        __m512 part[RQ];
+        const float *xb = xt + 128 * b;
+        size_t o = 72 * b;
+        for (size_t r = 0; r < nr; r++) {
+            const uint8_t *p = row[r] + o;
+            /* TPF bytes ahead; past the row's end, in the row RQ rows below */
+            size_t po = o + TPF + (o + TPF >= rb ? (RQ - 1) * rb : 0);
+            _mm_prefetch((const char *)row[r] + po, _MM_HINT_T0);
+            _mm_prefetch((const char *)row[r] + po + 64, _MM_HINT_T0);
+            v[r] = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), ci, _mm512_loadu_si512(p + 8));
+            part[r] = _mm512_mul_ps(_mm512_permutexvar_ps(v[r], c8), _mm512_loadu_ps(xb));
+        }
+#pragma GCC unroll 8
+        for (unsigned i = 1; i < 8; i++) {
+            __m512 xi = _mm512_loadu_ps(xb + 16 * i);
+            for (size_t r = 0; r < nr; r++)
+                part[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v[r], 4 * i), c8), xi, part[r]);
+        }
+        for (size_t r = 0; r < nr; r++) {
+            __m512i dw = _mm512_permutexvar_epi16(di, _mm512_loadu_si512(row[r] + o));
+            acc[r] = _mm512_fmadd_ps(part[r], _mm512_cvtph_ps(_mm512_castsi512_si256(dw)), acc[r]);
+        }
+    }
+    for (size_t r = 0; r < nr; r++) a->y[n0 + r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+/* xt of the q4_0 path (K floats, K % 128 == 0): NULL when out of memory. */
+static float *q4t_prepare(const qk_matmul_args *a) {
+    size_t K = a->K;
+    float *xt = malloc(K * sizeof(float));
+    if (!xt) return NULL;
+    for (size_t b = 0; b < K / 128; b++) {
+        const float *x = a->x + 128 * b;
+        float *o = xt + 128 * b;
+        for (size_t i = 0; i < 8; i++)
+            for (size_t l = 0; l < 16; l++) o[16 * i + l] = x[32 * (l / 4) + 4 * (l % 4) + i / 2 + 16 * (i % 2)];
+    }
+    return xt;
+}
+
 void qk_gemv_q4_0_a32__avx512(const qk_matmul_args *a) {
     size_t n = 0;
+    if (a->K % 128 == 0) {
+        float *xt = q4t_prepare(a);
+        if (xt) {
+            for (; n + RQ <= a->N; n += RQ) q4t_rows(a, xt, n, RQ);
+            for (; n < a->N; n++) q4t_rows(a, xt, n, 1);
+            free(xt);
+            return;
+        }
+    }
     for (; n + R <= a->N; n += R) q4_0_rows(a, n, R);
     for (; n < a->N; n++) q4_0_rows(a, n, 1);
 }
