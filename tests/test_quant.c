@@ -260,9 +260,10 @@ static void test_nonfinite(void) {
                 CHECK(strstr(qk_last_error(), want) != NULL, "%s: message '%s' does not name %s", k->name, qk_last_error(), want);
                 qk_qmat_free(&m);
             }
-        /* the same in matrices of many groups (the SIMD variants' chunked fast paths), every group size */
-        for (size_t gi = 0; gi < 4; gi++) {
-            size_t g = (size_t)32 << gi, rows = 4, K = 1024;
+        /* the same in matrices of many groups (the SIMD variants' chunked fast paths), every group size,
+         * and per channel (g = K: the long-group path) */
+        for (size_t gi = 0; gi < 5; gi++) {
+            size_t rows = 4, K = 1024, g = gi < 4 ? (size_t)32 << gi : K;
             if (k->format >= QK_Q4_0 && g != 32) continue;
             float *xm = malloc(rows * K * sizeof *xm);
             CHECK(xm != NULL, "out of memory");

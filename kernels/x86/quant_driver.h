@@ -22,6 +22,13 @@
  *   w4a_emit(p, g, clamp, out, G0, ids, ms, nt)           pass 2, fixed g
  *   w4a_general(p, n, g, out, G0, bad)                    any g, n <= CHUNK groups
  *   QD_W4A_CLAMP              1 when w4a_emit needs a separate f16-scale (clamping) variant
+ *   sym_fused(cur, nxt, g, codes, stats, w8, clamp, id, dst, nt) -> uint32_t
+ *                             g % 64 == 0: when codes, pass 2 of group cur (codes with 1/scale
+ *                             id to dst); when stats, pass 1 of group nxt in the same loop
+ *                             (returns its largest |x| bit pattern)
+ *   w4a_fused(cur, nxt, g, codes, stats, clamp, m, id, dst, nt, &mn, &mx) -> int
+ *                             the same for w4a: min and max of nxt, returns 1 when nxt holds NaN/Inf
+ *   first_zero(x, g)          the first zero of a group (its sign), 0 if none
  *   block_stats(p, n, q4, ids, hs, bad) -> qd_mask        q4_0/q8_0 pass 1 over n <= CHUNK blocks
  *   block_emit(p, n, q4, codes, B0, ids, hs, live)        q4_0/q8_0 pass 2
  * and, with QD_ACT (activation quantization, qk_qact):
@@ -89,7 +96,43 @@ QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
     return nfull * CHUNK;
 }
 
-/* One specialization per g = 32/64/128/256 (w8, clamp constant). */
+/* Long groups (g > 256, a multiple of 64; per channel, g = K) one at a
+ * time, pass 2 of group G fused with pass 1 of group G+1: one continuous
+ * stream from memory (group G is re-read from L1/L2), where two passes
+ * over CHUNK long groups would leave the memory idle during the second.
+ * The scales are the reference's scalar code. */
+#define QD_LONG_GROUP(g) ((g) > 256 && (g) % 64 == 0)
+
+
+QK_INLINE size_t sym_long(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
+                          int *bad) {
+    const float qmax = w8 ? 127.0f : 7.0f;
+    const size_t bpg = w8 ? g : g / 2;
+    size_t r = 0, j = 0;
+    int nt = use_stream(out);
+    const float *cur, *nxt;
+    QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, 1, &nxt);
+    uint32_t amax = sym_fused(NULL, nxt, g, 0, 1, w8, clamp, 0.0f, NULL, nt);
+    for (size_t G = 0; G < total; G++) {
+        cur = nxt;
+        int more = G + 1 < total, live = amax < 0x7f800000u;
+        if (more) QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, 1, &nxt);
+        if (!live) {
+            *bad |= QK_ROW_NONFINITE;
+            if (more) amax = sym_fused(NULL, nxt, g, 0, 1, w8, clamp, 0.0f, NULL, nt);
+            continue;
+        }
+        float a;
+        memcpy(&a, &amax, sizeof a);
+        float id = qk_inv_scale(qk_store_scale(out->scales, G, out->scale_type, a / qmax, bad));
+        if (more) amax = sym_fused(cur, nxt, g, 1, 1, w8, clamp, id, out->codes + G * bpg, nt);
+        else sym_fused(cur, NULL, g, 1, 0, w8, clamp, id, out->codes + G * bpg, nt);
+    }
+    if (nt) _mm_sfence();
+    return total;
+}
+
+/* One specialization per g = 32/64/128/256 and for long groups (w8, clamp constant). */
 QK_INLINE size_t sym_fast(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
                           int *bad) {
     switch (g) {
@@ -97,7 +140,7 @@ QK_INLINE size_t sym_fast(const float *x, size_t ldx, size_t g, size_t ng, size_
     case 64: return sym_chunks(x, ldx, 64, ng, total, w8, clamp, out, bad);
     case 128: return sym_chunks(x, ldx, 128, ng, total, w8, clamp, out, bad);
     case 256: return sym_chunks(x, ldx, 256, ng, total, w8, clamp, out, bad);
-    default: return 0;
+    default: return QD_LONG_GROUP(g) ? sym_long(x, ldx, g, ng, total, w8, clamp, out, bad) : 0;
     }
 }
 
@@ -135,13 +178,44 @@ QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
     return nfull * CHUNK;
 }
 
+/* w4a: long groups one at a time (as sym_long). */
+QK_INLINE size_t w4a_long(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
+    size_t r = 0, j = 0;
+    int nt = use_stream(out);
+    const float *cur, *nxt;
+    float mn, mx;
+    QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, 1, &nxt);
+    int nonfinite = w4a_fused(NULL, nxt, g, 0, 1, clamp, 0.0f, 0.0f, NULL, nt, &mn, &mx);
+    for (size_t G = 0; G < total; G++) {
+        cur = nxt;
+        int more = G + 1 < total;
+        if (more) QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, 1, &nxt);
+        if (nonfinite) {
+            *bad |= QK_ROW_NONFINITE;
+            if (more) nonfinite = w4a_fused(NULL, nxt, g, 0, 1, clamp, 0.0f, 0.0f, NULL, nt, &mn, &mx);
+            continue;
+        }
+        /* the reference's fminf/fmaxf keep the first of equal values: a zero extreme has the sign of the group's first zero */
+        if (mn == 0.0f) mn = first_zero(cur, g);
+        if (mx == 0.0f) mx = first_zero(cur, g);
+        float d = (mx - mn) / 15.0f;
+        if (!isfinite(d)) *bad |= QK_ROW_RANGE; /* max - min overflows f32 */
+        float m = qk_store_scale(out->mins, G, out->scale_type, mn, bad);
+        float id = qk_inv_scale(qk_store_scale(out->scales, G, out->scale_type, d, bad));
+        if (more) nonfinite = w4a_fused(cur, nxt, g, 1, 1, clamp, m, id, out->codes + G * (g / 2), nt, &mn, &mx);
+        else w4a_fused(cur, NULL, g, 1, 0, clamp, m, id, out->codes + G * (g / 2), nt, &mn, &mx);
+    }
+    if (nt) _mm_sfence();
+    return total;
+}
+
 QK_INLINE size_t w4a_fast(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
     switch (g) {
     case 32: return w4a_chunks(x, ldx, 32, ng, total, clamp, out, bad);
     case 64: return w4a_chunks(x, ldx, 64, ng, total, clamp, out, bad);
     case 128: return w4a_chunks(x, ldx, 128, ng, total, clamp, out, bad);
     case 256: return w4a_chunks(x, ldx, 256, ng, total, clamp, out, bad);
-    default: return 0;
+    default: return QD_LONG_GROUP(g) ? w4a_long(x, ldx, g, ng, total, clamp, out, bad) : 0;
     }
 }
 

@@ -8,8 +8,10 @@
  * the codes. For g = 32/64/128/256 (and the 32-value blocks of q4_0/q8_0) the
  * first pass of the next eight groups is issued before the second pass of the
  * current ones, so the out-of-order core hides the reductions' and the
- * divisions' latency behind the code arithmetic (as the avx512 tier). Any
- * other g, and a chunk holding NaN/Inf, takes the general path: codes 32
+ * divisions' latency behind the code arithmetic (as the avx512 tier). A
+ * longer g that is a multiple of 64 (per channel, g = K) goes one group at
+ * a time, the codes of a group computed in the loop that reads the next
+ * one. Any other g, and a chunk holding NaN/Inf, takes the general path: codes 32
  * values at a time, a group whose length is not a multiple of 32 (g = K only)
  * finishing through a zero-padded 32-value buffer. The chunk loops are
  * x86/quant_driver.h, shared with the avx512 tier; this file supplies the passes. */
@@ -468,6 +470,80 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
         if (q4) q4_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
         else q8_0_codes(p[i], _mm256_broadcast_ss(ids + i), blk + 2);
     }
+}
+
+/* ---- long groups (g > 256, a multiple of 64): one group at a time ---- */
+
+/* The long-group stream prefetches the 4 lines 8 KiB ahead of those it
+ * loads (per channel 1024x4096 from DRAM: none 17-22 GB/s, to L2 19-24, 4-32
+ * KiB to L1 30-36, 8 KiB best by a little; the machine was noisy). */
+#define LONG_PF 2048
+QK_INLINE void long_prefetch(const float *p) {
+    for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
+}
+
+static inline uint32_t hmax_epu32(__m256i v) {
+    __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0x4e));
+    m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0xb1));
+    return (uint32_t)_mm_cvtsi128_si32(m);
+}
+
+/* Codes of cur (when codes) and the absmax bits of nxt (when stats) in one loop. */
+QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int codes, int stats, int w8, int clamp, float idf,
+                             uint8_t *dst, int nt) {
+    const __m256i ab = _mm256_set1_epi32(0x7fffffff);
+    const __m256 id = _mm256_set1_ps(idf);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+    for (size_t k = 0; k < g; k += 64) {
+        if (stats) {
+            long_prefetch(nxt + k + LONG_PF);
+#pragma GCC unroll 8
+            for (size_t v = 0; v < 64; v += 16) {
+                m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(nxt + k + v)), ab));
+                m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(nxt + k + v + 8)), ab));
+            }
+        }
+        if (codes) {
+            __m256i a = sym32(cur + k, id, w8, clamp), b = sym32(cur + k + 32, id, w8, clamp);
+            if (w8) {
+                st32(dst + k, a, nt);
+                st32(dst + k + 32, b, nt);
+            } else st32(dst + k / 2, nibbles64(a, b, 8), nt);
+        }
+    }
+    return stats ? hmax_epu32(_mm256_max_epi32(m0, m1)) : 0;
+}
+
+/* Codes of cur (when codes) and the min and max of nxt (when stats) in one
+ * loop; returns 1 when nxt holds NaN or Inf. */
+QK_INLINE int w4a_fused(const float *cur, const float *nxt, size_t g, int codes, int stats, int clamp, float mf, float idf, uint8_t *dst,
+                        int nt, float *mn_out, float *mx_out) {
+    (void)clamp; /* w4a32 clamps on the packed bytes */
+    const __m256 id = _mm256_set1_ps(idf), m = _mm256_set1_ps(mf);
+    __m256 mn = _mm256_set1_ps(INFINITY), mx = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    for (size_t k = 0; k < g; k += 64) {
+        if (stats) {
+            long_prefetch(nxt + k + LONG_PF);
+#pragma GCC unroll 8
+            for (size_t v = 0; v < 64; v += 16) {
+                __m256 v0 = _mm256_loadu_ps(nxt + k + v), v1 = _mm256_loadu_ps(nxt + k + v + 8);
+                mn = _mm256_min_ps(mn, _mm256_min_ps(v0, v1));
+                mx = _mm256_max_ps(mx, _mm256_max_ps(v0, v1));
+                nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+            }
+        }
+        if (codes) st32(dst + k / 2, nibbles64(w4a32(cur + k, m, id), w4a32(cur + k + 32, m, id), 0), nt);
+    }
+    if (!stats) return 0;
+    __m128 l = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    l = _mm_min_ps(l, _mm_movehl_ps(l, l));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    *mn_out = _mm_cvtss_f32(_mm_min_ss(l, _mm_movehdup_ps(l)));
+    *mx_out = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+    /* NaN seen by the unordered compares; ±Inf ends up in the min or the max */
+    return _mm256_movemask_ps(nan) || isinf(*mn_out) || isinf(*mx_out);
 }
 
 typedef int qd_mask;

@@ -6,8 +6,10 @@
  * group's absmax (or min and max) as a vector, a transposed reduction turns
  * the 16 vectors into one vector of 16 group statistics, the scales and
  * inverse scales are computed 16 at a time, and a second pass (data now in
- * L1) writes the codes. g = 32/64/128/256 have unrolled paths; any other g
- * (g = K, not always a multiple of 16) takes a general path with masked tails.
+ * L1) writes the codes. g = 32/64/128/256 have unrolled paths; a longer g
+ * that is a multiple of 64 (per channel, g = K) goes one group at a time,
+ * the codes of a group computed in the loop that reads the next one; any
+ * other g takes a general path with masked tails.
  * A group holding NaN or Inf is skipped and reported (QK_ROW_NONFINITE).
  *
  * With f32 scales the clamp of the reference never acts (|x·id| stays within
@@ -28,9 +30,10 @@ enum { CHUNK = 16 };
  * than a shorter distance: 1024x4096 from DRAM g32 w4s 34 -> 46-54 GB/s.
  * q4_0/q8_0 do the same with their 32-value blocks. */
 #define PF_AHEAD(g) (4 * CHUNK * (g) < 4096 ? 4096 : 4 * CHUNK * (g) > 8192 ? 8192 : 4 * CHUNK * (g))
-QK_INLINE void prefetch64_ahead(const float *p, size_t g) {
-    for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l + PF_AHEAD(g)), _MM_HINT_T0);
+QK_INLINE void prefetch_lines(const float *p) {
+    for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
 }
+QK_INLINE void prefetch64_ahead(const float *p, size_t g) { prefetch_lines(p + PF_AHEAD(g)); }
 
 QK_INLINE void st64(void *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512(p, v);
@@ -459,6 +462,74 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
         _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(a));
         _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtepi32_epi8(b));
     }
+}
+
+/* ---- long groups (g > 256, a multiple of 64): one group at a time ---- */
+
+/* The long-group stream prefetches the 4 lines 8 KiB ahead of those it
+ * loads (per channel 1024x4096 from DRAM: none 17-22 GB/s, to L2 19-24, 4-32
+ * KiB to L1 30-36, 8 KiB best by a little; the machine was noisy). */
+#define LONG_PF 2048
+QK_INLINE void long_prefetch(const float *p) {
+    for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
+}
+
+/* Codes of cur (when codes) and the absmax bits of nxt (when stats) in one loop. */
+QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int codes, int stats, int w8, int clamp, float idf,
+                             uint8_t *dst, int nt) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    const float qmax = w8 ? 127.0f : 7.0f;
+    const __m512 id = _mm512_set1_ps(idf);
+    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+    for (size_t k = 0; k < g; k += 64) {
+        if (stats) {
+            long_prefetch(nxt + k + LONG_PF);
+            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(nxt + k)), ab));
+            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(nxt + k + 16)), ab));
+            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(nxt + k + 32)), ab));
+            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(nxt + k + 48)), ab));
+        }
+        if (codes) {
+            __m512i a = sym_codes(_mm512_loadu_ps(cur + k), id, qmax, clamp);
+            __m512i b = sym_codes(_mm512_loadu_ps(cur + k + 16), id, qmax, clamp);
+            __m512i c = sym_codes(_mm512_loadu_ps(cur + k + 32), id, qmax, clamp);
+            __m512i d = sym_codes(_mm512_loadu_ps(cur + k + 48), id, qmax, clamp);
+            if (w8) st64(dst + k, pack64_epi8(a, b, c, d), nt);
+            else st32(dst + k / 2, nibbles_of_bytes(pack64_epi8(a, b, c, d), 1), nt);
+        }
+    }
+    return stats ? (uint32_t)_mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)) : 0;
+}
+
+/* Codes of cur (when codes) and the min and max of nxt (when stats) in one
+ * loop; returns 1 when nxt holds NaN or Inf. */
+QK_INLINE int w4a_fused(const float *cur, const float *nxt, size_t g, int codes, int stats, int clamp, float mf, float idf, uint8_t *dst,
+                        int nt, float *mn_out, float *mx_out) {
+    const __m512 id = _mm512_set1_ps(idf), m = _mm512_set1_ps(mf);
+    __m512 mn = _mm512_set1_ps(INFINITY), mx = _mm512_set1_ps(-INFINITY);
+    __mmask16 nan = 0;
+    for (size_t k = 0; k < g; k += 64) {
+        if (stats) {
+            long_prefetch(nxt + k + LONG_PF);
+            __m512 v0 = _mm512_loadu_ps(nxt + k), v1 = _mm512_loadu_ps(nxt + k + 16);
+            __m512 v2 = _mm512_loadu_ps(nxt + k + 32), v3 = _mm512_loadu_ps(nxt + k + 48);
+            mn = _mm512_min_ps(mn, _mm512_min_ps(_mm512_min_ps(v0, v1), _mm512_min_ps(v2, v3)));
+            mx = _mm512_max_ps(mx, _mm512_max_ps(_mm512_max_ps(v0, v1), _mm512_max_ps(v2, v3)));
+            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+        }
+        if (codes) {
+            __m512i a = w4a_codes(_mm512_loadu_ps(cur + k), m, id, clamp);
+            __m512i b = w4a_codes(_mm512_loadu_ps(cur + k + 16), m, id, clamp);
+            __m512i c = w4a_codes(_mm512_loadu_ps(cur + k + 32), m, id, clamp);
+            __m512i d = w4a_codes(_mm512_loadu_ps(cur + k + 48), m, id, clamp);
+            st32(dst + k / 2, nibbles_of_bytes(pack64_epi8(a, b, c, d), 0), nt);
+        }
+    }
+    if (!stats) return 0;
+    *mn_out = _mm512_reduce_min_ps(mn);
+    *mx_out = _mm512_reduce_max_ps(mx);
+    /* NaN seen by the unordered compares; ±Inf ends up in the min or the max */
+    return nan || isinf(*mn_out) || isinf(*mx_out);
 }
 
 typedef __mmask16 qd_mask;
