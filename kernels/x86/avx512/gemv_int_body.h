@@ -45,6 +45,9 @@ enum { GI_FLUSH = 32768 };
 #ifndef GI_SPF
 #define GI_SPF 1024
 #endif
+#ifndef GI_PREFETCH
+#define GI_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#endif
 
 typedef enum { GI_W4S, GI_W4A, GI_W8S, GI_Q4_0, GI_Q8_0 } gi_fmt;
 
@@ -108,9 +111,9 @@ QK_INLINE size_t gi_off_bytes(gi_fmt f, size_t k) {
 QK_INLINE void gi_prefetch(gi_fmt f, const uint8_t *row, size_t k) {
     const char *p = (const char *)row + gi_off_bytes(f, k) + GI_PF;
     unsigned lines = f == GI_W4S || f == GI_W4A ? 1 : f == GI_Q4_0 || f == GI_W8S ? 2 : 3; /* 64, 72, 128, 136 bytes */
-    _mm_prefetch(p, _MM_HINT_T0);
-    if (lines > 1) _mm_prefetch(p + 64, _MM_HINT_T0);
-    if (lines > 2) _mm_prefetch(p + 128, _MM_HINT_T0);
+    GI_PREFETCH(p);
+    if (lines > 1) GI_PREFETCH(p + 64);
+    if (lines > 2) GI_PREFETCH(p + 128);
 }
 
 QK_INLINE __m512i gi_dot(gi_fmt f, __m512i acc, __m512i w, __m512i a, qk8_act ap) {
@@ -372,9 +375,9 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j0, nj, sa16, xq->sums + j0, acc1);
         __m512i idx = idx0;
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
-            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + pf + 128, _MM_HINT_T0);
+            GI_PREFETCH((const char *)p + pf);
+            GI_PREFETCH((const char *)p + pf + 64);
+            if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
             __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
             __m512i d1 = gi_blk_dot(f, ws->corr[b + 1], p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
@@ -383,8 +386,8 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
             idx = _mm512_add_epi32(idx, step);
         }
         if (b < be) {
-            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
+            GI_PREFETCH((const char *)p + pf);
+            if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
             __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
@@ -412,15 +415,15 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
         }
         __m512i d0 = ws->corr[jj], d1 = _mm512_setzero_si512();
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
-            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + pf + 128, _MM_HINT_T0);
+            GI_PREFETCH((const char *)p + pf);
+            GI_PREFETCH((const char *)p + pf + 64);
+            if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
             d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
             d1 = gi_blk_dot(f, d1, p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
         }
         if (b < be) {
-            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
-            if (bb > 64) _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
+            GI_PREFETCH((const char *)p + pf);
+            if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
             d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
             b++, p += bb;
         }
@@ -444,7 +447,11 @@ static _Thread_local gi_ws gi_tls_ws __attribute__((aligned(64)));
 
 QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
     if (gi_fast(f, a)) {
-        gi_ws *const ws = &gi_tls_ws;
+        gi_ws *ws = &gi_tls_ws;
+        /* Opaque from here on: in position-independent code the compiler
+         * would otherwise recompute the address (a __tls_get_addr call, with
+         * every live zmm spilled around it) inside the row loops. */
+        __asm__("" : "+r"(ws));
         const int pair = gi_blk(f) % a->group == 0;
         size_t seg = pair ? GI_SEG : GI_SEG / a->group * a->group;
         for (size_t k0 = 0; k0 < a->K; k0 += seg) {
