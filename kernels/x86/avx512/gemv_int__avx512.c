@@ -23,6 +23,9 @@ static inline __m512i qk8_dot(__m512i acc, __m512i w, qk8_act a) {
     __m512i ws = _mm512_mask_sub_epi8(w, a.neg, _mm512_setzero_si512(), w);
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(a.mag, ws), _mm512_set1_epi16(1)));
 }
+static inline __m512i qk8_sdot(__m512i acc, __m512i u, __m512i s) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+}
 static inline __m512i qk4_dot(__m512i acc, __m512i w, __m512i a) {
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, a), _mm512_set1_epi16(1)));
 }

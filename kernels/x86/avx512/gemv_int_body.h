@@ -7,6 +7,8 @@
  *   __m512i  qk8_dot(__m512i acc, __m512i w, qk8_act a)
  *            acc + Σ4 w·a per dword, w = 8-bit weights as qk8_weights made them
  *   __m512i  qk8_weights(__m512i w)                 raw int8 weights -> the dot's form
+ *   __m512i  qk8_sdot(__m512i acc, __m512i u, __m512i s)
+ *            acc + Σ4 u·s per dword, u unsigned (<= 127), s signed (|s| <= 127)
  *   __m512i  qk4_dot(__m512i acc, __m512i w, __m512i a)
  *            acc + Σ4 w·a per dword, w unsigned codes 0..15, a signed
  *   __m512i  qk_offset_dot(__m512i acc, int off, __m512i a)
@@ -38,9 +40,12 @@
 enum { GI_FLUSH = 32768 };
 
 /* Bytes of the weight stream prefetched ahead of the one being read (the
- * hardware prefetchers alone leave DRAM bandwidth unused). */
+ * hardware prefetchers alone leave DRAM bandwidth unused: without software
+ * prefetch one thread read 18 GB/s of w4s codes, at 4 KiB ahead 33, at 8 KiB
+ * 37 of the 43 a plain read gets; 16 KiB evicted the activation tables from
+ * L1 on 14336-long rows). */
 #ifndef GI_PF
-#define GI_PF 4096
+#define GI_PF 8192
 #endif
 #ifndef GI_SPF
 #define GI_SPF 1024
@@ -287,12 +292,20 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
 enum { GI_SEG = 16384 };
 
 typedef struct gi_ws {
-    __m512i corr[GI_SEG / 64]; /* per block (g = 32) or per group */
+    union {
+        __m512i corr[GI_SEG / 64]; /* 4-bit formats: per block (g = 32) or per group */
+        __m512i aa[GI_SEG / 64];   /* 8-bit formats: |a| of each 64-value block */
+    };
     __m512i ae[GI_SEG / 128], ao[GI_SEG / 128]; /* w4: even / odd activations of each 128-value block */
+    __mmask64 neg[GI_SEG / 64];                 /* 8-bit formats: the sign bits of each 64-value block */
 } gi_ws;
 
 QK_INLINE int gi_w4(gi_fmt f) { return f == GI_W4S || f == GI_W4A; }
-QK_INLINE size_t gi_blk(gi_fmt f) { return gi_w4(f) ? 128 : 64; }
+QK_INLINE int gi_w8(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
+/* Formats whose 128-value block is two nibble planes against the even/odd
+ * (w4) or low/high (q4_0) activation tables ae/ao. */
+QK_INLINE int gi_nib(gi_fmt f) { return gi_w4(f) || f == GI_Q4_0; }
+QK_INLINE size_t gi_blk(gi_fmt f) { return gi_nib(f) ? 128 : 64; }
 
 /* Tables of segment [k0, k0 + len) (len a multiple of the block, and of g unless g = 32). */
 static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, size_t g, gi_ws *ws) {
@@ -302,7 +315,18 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, size_t g
     for (size_t b = 0; b < nb; b++) {
         const int8_t *x = xq->codes + k0 + b * B;
         __m512i c = _mm512_setzero_si512();
-        if (gi_w4(f)) {
+        if (gi_w8(f)) {
+            __m512i v = _mm512_loadu_si512(x);
+            ws->aa[b] = _mm512_abs_epi8(v);
+            ws->neg[b] = _mm512_movepi8_mask(v);
+            continue;
+        }
+        if (f == GI_Q4_0) { /* lane i: elements 0-15 (ae) and 16-31 (ao) of q4_0 block i */
+            __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64);
+            ws->ae[b] = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), x1);
+            ws->ao[b] = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), x1);
+            c = qk_offset_dot(qk_offset_dot(c, off, ws->ae[b]), off, ws->ao[b]);
+        } else if (gi_w4(f)) {
             __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64);
             __m512i e = _mm512_packus_epi16(_mm512_and_si512(x0, even), _mm512_and_si512(x1, even));
             __m512i o = _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8));
@@ -318,20 +342,38 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, size_t g
     }
 }
 
-/* Σ c·a of block b of the segment (plus `acc`), row codes at `p` (the block's first byte). */
+/* Σ c·a of block b of the segment (plus `acc`), row codes at `p` (the block's
+ * first byte). 8-bit weights take the activation's sign and meet |a| (both
+ * at most 127 in magnitude), so no offset and no correction table: the
+ * tables per 64 values are |a| and a 64-bit mask, not a and a correction. */
 QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_ws *ws, const int8_t *xa, size_t b) {
     if (gi_w4(f)) {
         __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f);
         acc = qk4_dot(acc, _mm512_and_si512(v, m), ws->ae[b]);
         return qk4_dot(acc, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), ws->ao[b]);
     }
-    __m512i av = _mm512_loadu_si512(xa);
-    if (f == GI_W8S) return qk8_dot(acc, qk8_weights(_mm512_loadu_si512(p)), qk8_act_prep(av));
-    if (f == GI_Q4_0) return qk4_dot(acc, gi_q4_0_codes(p, 1), av);
-    return qk8_dot(acc, qk8_weights(gi_q8_0_codes(p, 1)), qk8_act_prep(av));
+    if (gi_w8(f)) {
+        __m512i w = f == GI_W8S ? _mm512_loadu_si512(p) : gi_q8_0_codes(p, 1);
+        return qk8_sdot(acc, ws->aa[b], _mm512_mask_sub_epi8(w, ws->neg[b], _mm512_setzero_si512(), w));
+    }
+    (void)xa;
+    /* q4_0, four blocks (72 bytes): block i's 16 code bytes in 128-bit lane
+     * i, low nibbles elements 0-15. (One word permute of the 64-byte loads
+     * at p and p + 8 does the same in fewer instructions but ran a quarter
+     * slower from DRAM on 8 KiB rows.) */
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + 2)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 20)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 38)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 56)), 3);
+    __m512i m = _mm512_set1_epi8(0x0f);
+    acc = qk4_dot(acc, _mm512_and_si512(v, m), ws->ae[b]);
+    return qk4_dot(acc, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), ws->ao[b]);
 }
 
-QK_INLINE size_t gi_blk_bytes(gi_fmt f) { return gi_w4(f) ? 64 : f == GI_W8S ? 64 : f == GI_Q4_0 ? 2 * QK_Q4_0_BYTES : 2 * QK_Q8_0_BYTES; }
+/* The starting accumulator of block or group i: its lane correction (zero for 8-bit weights). */
+QK_INLINE __m512i gi_corr(gi_fmt f, const gi_ws *ws, size_t i) { return gi_w8(f) ? _mm512_setzero_si512() : ws->corr[i]; }
+
+QK_INLINE size_t gi_blk_bytes(gi_fmt f) { return gi_w4(f) ? 64 : f == GI_W8S ? 64 : f == GI_Q4_0 ? 4 * QK_Q4_0_BYTES : 2 * QK_Q8_0_BYTES; }
 
 /* Prefetch the scales (and offsets) GI_SPF bytes past those of group i (of
  * the whole matrix): they are a second sequential stream. */
@@ -349,18 +391,18 @@ QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, co
     return _mm512_fmadd_ps(mv, _mm512_mul_ps(sa, _mm512_cvtepi32_ps(qk512_load16_epi32(sums, nj))), acc);
 }
 
-/* Bytes prefetched ahead in the table path: the block formats (whose scales
- * sit among the codes) ran 5-30% faster cold with twice GI_PF, the others not. */
-QK_INLINE size_t gi_pf(gi_fmt f) { return f == GI_Q4_0 || f == GI_Q8_0 ? 2 * GI_PF : GI_PF; }
+/* Bytes prefetched ahead in the table path: q4_0 (the densest stream per
+ * instruction) ran faster cold with twice GI_PF, the others not. */
+QK_INLINE size_t gi_pf(gi_fmt f) { return f == GI_Q4_0 ? 2 * GI_PF : GI_PF; }
 
 /* Row n over the segment [k0, k0 + len), g dividing the block (gpb groups
  * per block): the scales of 16 groups (sw·sa) are formed once and spread to
  * the lanes of each block by one vpermps (lane l of a block is group
  * l·gpb/16 of it). */
-QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len) {
+QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len, size_t g) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
-    const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), gpb = B / g;
+    const size_t ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), gpb = B / g;
     const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
     const size_t pf = gi_pf(f);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -378,8 +420,8 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
-            __m512i d1 = gi_blk_dot(f, ws->corr[b + 1], p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
+            __m512i d0 = gi_blk_dot(f, gi_corr(f, ws, b), p, ws, xq->codes + k0 + b * B, b);
+            __m512i d1 = gi_blk_dot(f, gi_corr(f, ws, b + 1), p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             idx = _mm512_add_epi32(idx, step);
             acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
@@ -388,7 +430,7 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            __m512i d0 = gi_blk_dot(f, ws->corr[b], p, ws, xq->codes + k0 + b * B, b);
+            __m512i d0 = gi_blk_dot(f, gi_corr(f, ws, b), p, ws, xq->codes + k0 + b * B, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
         }
@@ -413,7 +455,7 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
                 acc = gi_min_fma(w, n * ng + j, nj, qk512_load16_ps(xq->scales + j, nj), xq->sums + j, acc);
             }
         }
-        __m512i d0 = ws->corr[jj], d1 = _mm512_setzero_si512();
+        __m512i d0 = gi_corr(f, ws, jj), d1 = _mm512_setzero_si512();
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
@@ -457,9 +499,14 @@ QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
         for (size_t k0 = 0; k0 < a->K; k0 += seg) {
             size_t len = a->K - k0 < seg ? a->K - k0 : seg;
             gi_prep(f, a->xq, k0, len, a->group, ws);
-            if (pair)
+            if (pair && a->group == 32) /* a constant g: no divisions in the loops */
                 for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_pair(f, a, ws, n, k0, len);
+                    float v = gi_seg_pair(f, a, ws, n, k0, len, 32);
+                    a->y[n] = k0 ? a->y[n] + v : v;
+                }
+            else if (pair)
+                for (size_t n = 0; n < a->N; n++) {
+                    float v = gi_seg_pair(f, a, ws, n, k0, len, a->group);
                     a->y[n] = k0 ? a->y[n] + v : v;
                 }
             else

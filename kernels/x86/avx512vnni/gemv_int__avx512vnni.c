@@ -15,6 +15,7 @@ typedef __m512i qk8_act;
 static inline qk8_act qk8_act_prep(__m512i a) { return a; }
 static inline __m512i qk8_weights(__m512i w) { return _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)); }
 static inline __m512i qk8_dot(__m512i acc, __m512i w, qk8_act a) { return _mm512_dpbusd_epi32(acc, w, a); }
+static inline __m512i qk8_sdot(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
 static inline __m512i qk4_dot(__m512i acc, __m512i w, __m512i a) { return _mm512_dpbusd_epi32(acc, w, a); }
 static inline __m512i qk_offset_dot(__m512i acc, int off, __m512i a) { return _mm512_dpbusd_epi32(acc, _mm512_set1_epi8((char)off), a); }
 
