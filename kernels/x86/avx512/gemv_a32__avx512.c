@@ -390,7 +390,7 @@ enum { R8 = 8 };
 
 QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf) {
     const qk_qmat *w = a->w;
-    size_t K = a->K, g = a->group, ng = K / g;
+    size_t K = a->K, g = a->group, ng = K / g, ss = w->scale_type == QK_SCALE_F16 ? 2 : 4;
     const float *x = a->x;
     __m512 acc[R8], part[R8];
     const uint8_t *codes[R8];
@@ -404,6 +404,10 @@ QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf
         if (j % 16 == 0)
             for (size_t r = 0; r < nr; r++) {
                 size_t i = (n0 + r) * ng + j;
+                /* the scales a chunk further ahead than the codes (past the row's end, nr rows
+                 * below): without it every chunk of scales is a demand miss from DRAM */
+                size_t jp = j + pf / g + 16;
+                _mm_prefetch((const char *)w->scales + (i + pf / g + 16 + (jp >= ng ? (nr - 1) * ng : 0)) * ss, _MM_HINT_T0);
                 _mm512_storeu_ps(sc[r], w->scale_type == QK_SCALE_F16 ? qk512_load16_ph((const uint16_t *)w->scales + i, ng - j)
                                                                       : qk512_load16_ps((const float *)w->scales + i, ng - j));
             }
