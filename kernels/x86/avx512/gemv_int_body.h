@@ -370,8 +370,9 @@ QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_w
     return qk4_dot(acc, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), ws->ao[b]);
 }
 
-/* The starting accumulator of block or group i: its lane correction (zero for 8-bit weights). */
-QK_INLINE __m512i gi_corr(gi_fmt f, const gi_ws *ws, size_t i) { return gi_w8(f) ? _mm512_setzero_si512() : ws->corr[i]; }
+/* The starting accumulator of block or group i: its lane correction (zero
+ * for 8-bit weights and for w4a, whose codes carry no offset). */
+QK_INLINE __m512i gi_corr(gi_fmt f, const gi_ws *ws, size_t i) { return gi_off(f) && !gi_w8(f) ? ws->corr[i] : _mm512_setzero_si512(); }
 
 QK_INLINE size_t gi_blk_bytes(gi_fmt f) { return gi_w4(f) ? 64 : f == GI_W8S ? 64 : f == GI_Q4_0 ? 4 * QK_Q4_0_BYTES : 2 * QK_Q8_0_BYTES; }
 
