@@ -94,6 +94,26 @@ QK512_DEFINE_REDUCE16(qk512_reduce16_max_ps, __m512, _mm512_max_ps, QK512_SHF, _
 QK512_DEFINE_REDUCE16(qk512_reduce16_add_ps, __m512, _mm512_add_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,
                       QK512_UL64PS, QK512_UH64PS)
 
+/* The same reduction in two steps, so that a caller can reduce groups as it
+ * makes them (few live registers instead of 16 vectors spilled):
+ * name(v) == name##_fin(name##_u(v0, v4, v8, v12), name##_u(v1, v5, v9, v13),
+ *                       name##_u(v2, v6, v10, v14), name##_u(v3, v7, v11, v15)). */
+#define QK512_DEFINE_REDUCE16_STEPS(name, T, OP, SH, UL32, UH32, UL64, UH64)                                \
+    static inline __attribute__((always_inline)) T name##_u(T a, T b, T c, T d) {                           \
+        T w = OP(SH(a, b, 0x44), SH(a, b, 0xEE)), x = OP(SH(c, d, 0x44), SH(c, d, 0xEE));                   \
+        return OP(SH(w, x, 0x88), SH(w, x, 0xDD));                                                          \
+    }                                                                                                       \
+    static inline __attribute__((always_inline)) T name##_fin(T u0, T u1, T u2, T u3) {                     \
+        T ab = OP(UL32(u0, u1), UH32(u0, u1)), cd = OP(UL32(u2, u3), UH32(u2, u3));                         \
+        return OP(UL64(ab, cd), UH64(ab, cd));                                                              \
+    }
+QK512_DEFINE_REDUCE16_STEPS(qk512_reduce16_max_epu32, __m512i, _mm512_max_epu32, QK512_SHI, _mm512_unpacklo_epi32,
+                            _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
+QK512_DEFINE_REDUCE16_STEPS(qk512_reduce16_min_ps, __m512, _mm512_min_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,
+                            QK512_UL64PS, QK512_UH64PS)
+QK512_DEFINE_REDUCE16_STEPS(qk512_reduce16_max_ps, __m512, _mm512_max_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,
+                            QK512_UL64PS, QK512_UH64PS)
+
 /// Max over g floats of (bits & 0x7fffffff), lane-wise: as floats, |x|'s
 /// maximum (fmaxf order); >= 0x7f800000 iff the group holds NaN or Inf.
 static inline __m512i qk512_absbits_max(const float *p, size_t g) {

@@ -224,9 +224,8 @@ QK_INLINE __m512i w4a_codes(__m512 x, __m512 m, __m512 id, int clamp) {
 }
 
 /* Scales of 16 groups from their min and max vectors; returns the groups to quantize. */
-static __mmask16 w4a_scales(const __m512 *vmn, const __m512 *vmx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g,
-                            const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    __m512 mn = qk512_reduce16_min_ps(vmn), mx = qk512_reduce16_max_ps(vmx);
+QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g, const qk_qmat *out,
+                               size_t G0, float *ids, float *ms, int *bad) {
     if (nonfinite) *bad |= QK_ROW_NONFINITE;
     __mmask16 live = qk512_mask16(n) & (__mmask16)~nonfinite;
     __mmask16 zero = _mm512_mask_cmpeq_ps_mask(live, mn, _mm512_setzero_ps()) | _mm512_mask_cmpeq_ps_mask(live, mx, _mm512_setzero_ps());
@@ -252,6 +251,13 @@ static __mmask16 w4a_scales(const __m512 *vmn, const __m512 *vmx, size_t n, __mm
     return live;
 }
 
+/* w4a_scales of the 16 groups' min and max vectors (kept out of line: with
+ * the vectors in memory the fixed-g paths for g >= 64 run faster). */
+static __mmask16 w4a_scales_of(const __m512 *vmn, const __m512 *vmx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g,
+                               const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+    return w4a_scales(qk512_reduce16_min_ps(vmn), qk512_reduce16_max_ps(vmx), n, nonfinite, p, g, out, G0, ids, ms, bad);
+}
+
 static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
     int clamp = out->scale_type == QK_SCALE_F16;
     __m512 vmn[CHUNK], vmx[CHUNK];
@@ -272,7 +278,7 @@ static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat
     }
     for (size_t i = n; i < CHUNK; i++) vmn[i] = vmx[i] = _mm512_setzero_ps();
     float ids[CHUNK], ms[CHUNK];
-    __mmask16 live = w4a_scales(vmn, vmx, n, nonfinite, p, g, out, G0, ids, ms, bad);
+    __mmask16 live = w4a_scales_of(vmn, vmx, n, nonfinite, p, g, out, G0, ids, ms, bad);
     for (size_t i = 0; i < n; i++) {
         if (!((live >> i) & 1)) continue;
         __m512 id = _mm512_set1_ps(ids[i]), m = _mm512_set1_ps(ms[i]);
@@ -291,27 +297,53 @@ static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat
  * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
  * the general path), else the groups to quantize. */
 QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    __m512 vmn[CHUNK], vmx[CHUNK];
+    __m512 lo, hi;
     __mmask16 nan = 0;
-#pragma GCC unroll 16
-    for (size_t i = 0; i < CHUNK; i++) {
-        __m512 v0 = _mm512_loadu_ps(p[i]), v1 = _mm512_loadu_ps(p[i] + 16);
-        __m512 mn = _mm512_min_ps(v0, v1), mx = _mm512_max_ps(v0, v1);
-        nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-        for (size_t k = 32; k < g; k += 32) {
-            v0 = _mm512_loadu_ps(p[i] + k);
-            v1 = _mm512_loadu_ps(p[i] + k + 16);
-            mn = _mm512_min_ps(mn, _mm512_min_ps(v0, v1));
-            mx = _mm512_max_ps(mx, _mm512_max_ps(v0, v1));
-            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+    if (g == 32) {
+        /* groups 4i..4i+3 reduced as soon as they are made (qk512_reduce16_*_u, in
+         * the slots of groups i, i+4, i+8, i+12: lane i + 4c gets group 4i + c),
+         * not 32 vectors kept (spilled) for two reductions at the end */
+        __m512 umn[4], umx[4];
+#pragma GCC unroll 4
+        for (size_t i = 0; i < 4; i++) {
+            __m512 vmn[4], vmx[4];
+#pragma GCC unroll 4
+            for (size_t c = 0; c < 4; c++) {
+                __m512 v0 = _mm512_loadu_ps(p[4 * i + c]), v1 = _mm512_loadu_ps(p[4 * i + c] + 16);
+                vmn[c] = _mm512_min_ps(v0, v1);
+                vmx[c] = _mm512_max_ps(v0, v1);
+                nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+            }
+            umn[i] = qk512_reduce16_min_ps_u(vmn[0], vmn[1], vmn[2], vmn[3]);
+            umx[i] = qk512_reduce16_max_ps_u(vmx[0], vmx[1], vmx[2], vmx[3]);
         }
-        vmn[i] = mn;
-        vmx[i] = mx;
+        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        lo = _mm512_permutexvar_ps(order, qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]));
+        hi = _mm512_permutexvar_ps(order, qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]));
+    } else {
+        __m512 vmn[CHUNK], vmx[CHUNK];
+#pragma GCC unroll 16
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m512 v0 = _mm512_loadu_ps(p[i]), v1 = _mm512_loadu_ps(p[i] + 16);
+            __m512 mn = _mm512_min_ps(v0, v1), mx = _mm512_max_ps(v0, v1);
+            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+            for (size_t k = 32; k < g; k += 32) {
+                v0 = _mm512_loadu_ps(p[i] + k);
+                v1 = _mm512_loadu_ps(p[i] + k + 16);
+                mn = _mm512_min_ps(mn, _mm512_min_ps(v0, v1));
+                mx = _mm512_max_ps(mx, _mm512_max_ps(v0, v1));
+                nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+            }
+            vmn[i] = mn;
+            vmx[i] = mx;
+        }
+        if (nan || _mm512_fpclass_ps_mask(qk512_reduce16_min_ps(vmn), 0x18) | _mm512_fpclass_ps_mask(qk512_reduce16_max_ps(vmx), 0x18))
+            return 0;
+        return w4a_scales_of(vmn, vmx, CHUNK, 0, p, g, out, G0, ids, ms, bad);
     }
     /* NaN seen by the unordered compares; ±Inf ends up in a min or a max */
-    if (nan || _mm512_fpclass_ps_mask(qk512_reduce16_min_ps(vmn), 0x18) | _mm512_fpclass_ps_mask(qk512_reduce16_max_ps(vmx), 0x18))
-        return 0;
-    return w4a_scales(vmn, vmx, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+    if (nan || _mm512_fpclass_ps_mask(lo, 0x18) | _mm512_fpclass_ps_mask(hi, 0x18)) return 0;
+    return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, bad);
 }
 
 /* Pass 2 over 16 groups: the codes. */
