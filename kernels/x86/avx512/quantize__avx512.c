@@ -417,29 +417,64 @@ static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live
     return v;
 }
 
+/* Largest |x| bit pattern of each of n <= 16 blocks (0 for the others). */
+static __m512i block_absbits(const float *const *p, size_t n) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i am[CHUNK];
+    for (size_t i = 0; i < CHUNK; i++)
+        am[i] = i < n ? _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab),
+                                         _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab))
+                      : _mm512_setzero_si512();
+    return qk512_reduce16_max_epu32(am);
+}
+
 /* Pass 1 over n <= 16 blocks: fp16 d in hs, 1/d in ids.
  * Returns the blocks to quantize. */
 QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
-    __m512i am[CHUNK];
-    __m512 vmx[CHUNK], vmn[CHUNK];
-#pragma GCC unroll 16
-    for (size_t i = 0; i < CHUNK; i++) {
-        __m512 v0 = i < n ? _mm512_loadu_ps(p[i]) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(p[i] + 16) : _mm512_setzero_ps();
-        am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
-        if (q4) {
-            vmx[i] = _mm512_max_ps(v0, v1);
-            vmn[i] = _mm512_min_ps(v0, v1);
+    __m512i amax;
+    __m512 mx = _mm512_setzero_ps(), mn = mx;
+    if (q4) {
+        /* Max and min of each block, the absmax being the larger magnitude of
+         * the two: two transposed reductions, not three. Blocks 4i..4i+3 are
+         * reduced as soon as they are made (as in w4a_stats). min/max may drop
+         * a NaN: a chunk holding one takes the absmax from the |x| bits. */
+        __m512 umx[4], umn[4];
+        __mmask16 nan = 0;
+#pragma GCC unroll 4
+        for (size_t i = 0; i < 4; i++) {
+            __m512 vmx[4], vmn[4];
+#pragma GCC unroll 4
+            for (size_t c = 0; c < 4; c++) {
+                size_t b = 4 * i + c;
+                __m512 v0 = b < n ? _mm512_loadu_ps(p[b]) : _mm512_setzero_ps(), v1 = b < n ? _mm512_loadu_ps(p[b] + 16) : _mm512_setzero_ps();
+                vmx[c] = _mm512_max_ps(v0, v1);
+                vmn[c] = _mm512_min_ps(v0, v1);
+                nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+            }
+            umx[i] = qk512_reduce16_max_ps_u(vmx[0], vmx[1], vmx[2], vmx[3]);
+            umn[i] = qk512_reduce16_min_ps_u(vmn[0], vmn[1], vmn[2], vmn[3]);
         }
+        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        mx = _mm512_permutexvar_ps(order, qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]));
+        mn = _mm512_permutexvar_ps(order, qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]));
+        amax = nan ? block_absbits(p, n)
+                   : _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(mx), ab), _mm512_and_si512(_mm512_castps_si512(mn), ab));
+    } else {
+        __m512i am[CHUNK];
+#pragma GCC unroll 16
+        for (size_t i = 0; i < CHUNK; i++) {
+            __m512 v0 = i < n ? _mm512_loadu_ps(p[i]) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(p[i] + 16) : _mm512_setzero_ps();
+            am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
+        }
+        amax = qk512_reduce16_max_epu32(am);
     }
-    __m512i amax = qk512_reduce16_max_epu32(am);
     __mmask16 live = qk512_mask16(n);
     __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
     if (nonfinite) *bad |= QK_ROW_NONFINITE;
     live &= (__mmask16)~nonfinite;
     __m512 d;
-    if (q4) d = _mm512_div_ps(q4_0_signed_max(amax, qk512_reduce16_max_ps(vmx), qk512_reduce16_min_ps(vmn), live, p),
-                              _mm512_set1_ps(-8.0f));
+    if (q4) d = _mm512_div_ps(q4_0_signed_max(amax, mx, mn, live, p), _mm512_set1_ps(-8.0f));
     else d = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(127.0f));
     _mm512_storeu_ps(ids, qk512_inv_scale(d));
     block_heads(live, d, hs, bad);
