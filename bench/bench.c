@@ -353,8 +353,8 @@ static double estimate(const opts *o, const qkb_case *c) {
 
 /* The probe's limits; on an emulated CPU only a cached probe (or --reprobe): a
  * probe there takes many minutes and measures the emulator, not the CPU. */
-static const qkb_limits *run_limits(int reprobe, int progress, int *cached) {
-    if (!qkb_emulation_get()->emulated || reprobe) return qkb_probe_get(reprobe, progress, cached);
+static const qkb_limits *run_limits(int reprobe, int save, int progress, int *cached) {
+    if (!qkb_emulation_get()->emulated || reprobe) return qkb_probe_get(reprobe, save, progress, cached);
     *cached = 1;
     const qkb_limits *l = qkb_probe_cached();
     if (!l)
@@ -591,7 +591,7 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
     }
     b.progress = qkb_tty() && !o->quiet;
     int cached = 0;
-    b.lim = run_limits(o->reprobe, b.progress, &cached);
+    b.lim = run_limits(o->reprobe, !o->no_save, b.progress, &cached);
     if (!b.lim && !qkb_emulation_get()->emulated) fprintf(stderr, "qkbench bench: warning: no probe limits; roofline fractions are left at 0\n");
     b.llc = b.lim ? qkb_limits_llc(b.lim) : 0;
     b.cr = calloc(b.cases.n, sizeof *b.cr);
@@ -728,7 +728,7 @@ int qkb_run_default(int argc, char **argv) {
     if (qkb_emulation_get()->emulated) printf("%s (%s)\n", QKB_EMULATED_LINE, qkb_emulation_get()->how);
     if (t->ok) printf("hwloc: %d package(s), %d cores, %d NUMA node(s); `qkbench info` has the details\n", t->packages, t->cores, t->numa_nodes);
     int cached = 0;
-    const qkb_limits *l = run_limits(o.reprobe, qkb_tty(), &cached);
+    const qkb_limits *l = run_limits(o.reprobe, !o.no_save, qkb_tty(), &cached);
     if (l) {
         printf("\nmachine limits (%s):\n", cached ? "cached probe; qkbench probe --reprobe measures again" : "just measured");
         qkb_limits_print(l, stdout);

@@ -521,7 +521,7 @@ const qkb_limits *qkb_probe_cached(void) {
     return &cached;
 }
 
-const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache) {
+const qkb_limits *qkb_probe_get(int reprobe, int save, int progress, int *from_cache) {
     char path[1200], err[300];
     cache_path(path, sizeof path);
     if (from_cache) *from_cache = 0;
@@ -537,8 +537,9 @@ const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache) {
         }
         qkj_free(root);
     }
-    if (progress) fprintf(stderr, "probing this machine's limits (cached afterwards in %s)\n", path);
+    if (progress) fprintf(stderr, save ? "probing this machine's limits (cached afterwards in %s)\n" : "probing this machine's limits (not cached: --no-save)\n", path);
     if (qkb_probe_measure(&cached, progress)) return NULL;
+    if (!save) return &cached;
     char dir[1200];
     snprintf(dir, sizeof dir, "%s/%s", qkb_results_root(), qkb_machine_name());
     if (qkb_mkdirs(dir, err, sizeof err) || qkb_machine_write(path, &cached, err, sizeof err))
@@ -648,7 +649,7 @@ int qk_cmd_probe(int argc, char **argv) {
         }
     }
     int from_cache = 0;
-    const qkb_limits *l = qkb_probe_get(reprobe, qkb_tty(), &from_cache);
+    const qkb_limits *l = qkb_probe_get(reprobe, 1, qkb_tty(), &from_cache);
     if (!l) return 1;
     if (json) {
         qkb_buf b = {0};

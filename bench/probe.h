@@ -59,8 +59,8 @@ typedef struct qkb_limits {
 int qkb_probe_measure(qkb_limits *out, int progress);
 /// The limits for this machine: the cached machine.json of <results>/<machine>/
 /// unless `reprobe` (or the cache is missing, stale or from another CPU), in
-/// which case measure and update the cache. `from_cache` says which.
-const qkb_limits *qkb_probe_get(int reprobe, int progress, int *from_cache);
+/// which case measure and, if `save`, update the cache. `from_cache` says which.
+const qkb_limits *qkb_probe_get(int reprobe, int save, int progress, int *from_cache);
 
 
 /// The last-level cache size the cold rotation and the DRAM figure are based on:

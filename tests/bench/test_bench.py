@@ -235,6 +235,13 @@ def t_json(q):
     ops = {r["op"] for r in rows}
     check({"quantize", "dequantize", "actquant", "gemv"} <= ops, "ops covered: %s" % ops)
     print("%d rows, ops %s" % (len(rows), sorted(ops)))
+    # --no-save writes nothing, not even the probe's cache (a results root with no probe yet)
+    empty = q.fresh("nosave")
+    os.makedirs(empty)
+    rc, so, se = q.run("bench", "--no-save", "--results", empty, "--quiet", *args)
+    check(rc == 0, "bench --no-save exit %d: %s" % (rc, se[-300:]))
+    left = [os.path.join(r, f) for r, _, fs in os.walk(empty) for f in fs]
+    check(not left, "bench --no-save wrote %s" % left[:3])
 
 
 def t_roofline(q):
