@@ -491,11 +491,37 @@ QK_INLINE void q4_0_block(const float *x, __m512 id, uint8_t *dst) {
     _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(c));
 }
 
+/* q4_0 codes of two blocks (x0, x1) with their heads, at dst: the 64 codes
+ * 0..16 packed to bytes in the packs' lane order (128-bit lane k: codes
+ * 4k..4k+3 of the four 16-value halves), clamped to 15; a 28-bit right shift
+ * of each qword puts code j+16 in the high nibble of code j's byte, and one
+ * vpermd gathers the two blocks' 16 bytes. */
+QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id1, uint8_t *dst, const uint16_t *hs) {
+    const __m512 half8 = _mm512_set1_ps(8.5f);
+    __m512i a = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x0), id0), half8));
+    __m512i b = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x0 + 16), id0), half8));
+    __m512i c = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x1), id1), half8));
+    __m512i d = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x1 + 16), id1), half8));
+    __m512i q = _mm512_min_epu8(_mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d)), _mm512_set1_epi8(15));
+    q = _mm512_or_si512(q, _mm512_srli_epi64(q, 28));
+    q = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0), q);
+    qk_wr16(dst, hs[0]);
+    _mm_storeu_si128((__m128i *)(dst + 2), _mm512_castsi512_si128(q));
+    qk_wr16(dst + QK_Q4_0_BYTES, hs[1]);
+    _mm_storeu_si128((__m128i *)(dst + QK_Q4_0_BYTES + 2), _mm512_extracti32x4_epi32(q, 1));
+}
+
 /* Pass 2 over n <= 16 blocks. */
 QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
                           __mmask16 live) {
     if (q4) {
-        for (size_t i = 0; i < n; i++) {
+        size_t i = 0;
+        if (live == 0xffff) /* pairs of blocks */
+            for (; i < CHUNK; i += 2) {
+                prefetch64_ahead(p[i], 32);
+                q4_0_pair(p[i], p[i + 1], _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]), codes + (B0 + i) * QK_Q4_0_BYTES, hs + i);
+            }
+        for (; i < n; i++) {
             if (!(i & 1)) prefetch64_ahead(p[i], 32);
             if ((live >> i) & 1) {
                 qk_wr16(codes + (B0 + i) * QK_Q4_0_BYTES, hs[i]);
