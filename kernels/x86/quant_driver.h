@@ -36,7 +36,9 @@
  *   act_emit(p, g, out, G0, ids)                          pass 2, fixed g
  *   act_general(p, n, g, qmax, q8_0, out, G0, bad)        any g, n <= CHUNK groups
  * p holds CHUNK group pointers; w8: w8s (else w4s); clamp: f16 scales (the
- * reference's clamp can act); nt: write the codes with non-temporal stores. */
+ * reference's clamp can act); nt: write the codes with non-temporal stores.
+ * QD_TIER (avx2, avx512) names the listed kernels this header then defines:
+ * qk_quantize_<format>__<tier> (QD_WEIGHTS), qk_actquant_<rule>__<tier> (QD_ACT). */
 #ifndef QK_X86_QUANT_DRIVER_H
 #define QK_X86_QUANT_DRIVER_H
 
@@ -45,6 +47,9 @@
 #endif
 
 #define QD_FULL ((qd_mask)((1u << CHUNK) - 1u))
+#define QD_CAT_(stem, tier) stem##__##tier
+#define QD_CAT(stem, tier) QD_CAT_(stem, tier)
+#define QD_KERNEL(stem) QD_CAT(stem, QD_TIER)
 
 /* The general path for groups done.. total - 1 of x (ng groups of g per row,
  * rows ldx floats apart), CHUNK at a time: call sees p (the group pointers),
@@ -253,6 +258,12 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
     return bad;
 }
 
+int QD_KERNEL(qk_quantize_w4s)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
+int QD_KERNEL(qk_quantize_w8s)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
+int QD_KERNEL(qk_quantize_w4a)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_w4a(x, ldx, out); }
+int QD_KERNEL(qk_quantize_q4_0)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
+int QD_KERNEL(qk_quantize_q8_0)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }
+
 #endif /* QD_WEIGHTS */
 
 #ifdef QD_ACT
@@ -293,6 +304,10 @@ static inline int actquant(const float *x, size_t ldx, const qk_qact *out, float
     QD_GENERAL_TAIL(x, ldx, g, ng, done, total, act_general(p, n, g, qmax, q8_0, out, G0, &bad));
     return bad;
 }
+
+int QD_KERNEL(qk_actquant_a8)(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 0); }
+int QD_KERNEL(qk_actquant_a4)(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 7.0f, 0); }
+int QD_KERNEL(qk_actquant_q8_0)(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 1); }
 
 #endif /* QD_ACT */
 

@@ -550,10 +550,6 @@ typedef int qd_mask;
 #define QD_GROUP_PTRS qk_avx2_group_ptrs
 #define QD_W4A_CLAMP 0
 #define QD_WEIGHTS
+#define QD_TIER avx2
 #include "x86/quant_driver.h"
 
-int qk_quantize_w4s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
-int qk_quantize_w8s__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
-int qk_quantize_w4a__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_w4a(x, ldx, out); }
-int qk_quantize_q4_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
-int qk_quantize_q8_0__avx2(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }

@@ -125,8 +125,6 @@ QK_INLINE void act_emit(const float *const *p, size_t g, const qk_qact *out, siz
 typedef __mmask16 qd_mask;
 #define QD_GROUP_PTRS qk512_group_ptrs
 #define QD_ACT
+#define QD_TIER avx512
 #include "x86/quant_driver.h"
 
-int qk_actquant_a8__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 0); }
-int qk_actquant_a4__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 7.0f, 0); }
-int qk_actquant_q8_0__avx512(const float *x, size_t ldx, const qk_qact *out) { return actquant(x, ldx, out, 127.0f, 1); }

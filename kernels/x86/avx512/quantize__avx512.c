@@ -629,10 +629,6 @@ typedef __mmask16 qd_mask;
 #define QD_GROUP_PTRS qk512_group_ptrs
 #define QD_W4A_CLAMP 1
 #define QD_WEIGHTS
+#define QD_TIER avx512
 #include "x86/quant_driver.h"
 
-int qk_quantize_w4s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
-int qk_quantize_w8s__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }
-int qk_quantize_w4a__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_w4a(x, ldx, out); }
-int qk_quantize_q4_0__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 1); }
-int qk_quantize_q8_0__avx512(const float *x, size_t ldx, const qk_qmat *out) { return quantize_blocks(x, ldx, out, 0); }
