@@ -292,6 +292,35 @@ static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat
     }
 }
 
+/* Min and max of each of n <= 16 groups of 32 (group b in lane b; groups past
+ * n read as zeros), groups 4i..4i+3 reduced as soon as they are made
+ * (qk512_reduce16_*_u, in the slots of groups i, i+4, i+8, i+12: lane i + 4c
+ * gets group 4i + c, put in order by one permute at the end), not 32 vectors
+ * kept (spilled) for two reductions. min/max may drop a NaN: the lanes of
+ * unordered compares are returned. */
+QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m512 *mx) {
+    __m512 umn[4], umx[4];
+    __mmask16 nan = 0;
+#pragma GCC unroll 4
+    for (size_t i = 0; i < 4; i++) {
+        __m512 vmn[4], vmx[4];
+#pragma GCC unroll 4
+        for (size_t c = 0; c < 4; c++) {
+            size_t b = 4 * i + c;
+            __m512 v0 = b < n ? _mm512_loadu_ps(p[b]) : _mm512_setzero_ps(), v1 = b < n ? _mm512_loadu_ps(p[b] + 16) : _mm512_setzero_ps();
+            vmn[c] = _mm512_min_ps(v0, v1);
+            vmx[c] = _mm512_max_ps(v0, v1);
+            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+        }
+        umn[i] = qk512_reduce16_min_ps_u(vmn[0], vmn[1], vmn[2], vmn[3]);
+        umx[i] = qk512_reduce16_max_ps_u(vmx[0], vmx[1], vmx[2], vmx[3]);
+    }
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    *mn = _mm512_permutexvar_ps(order, qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]));
+    *mx = _mm512_permutexvar_ps(order, qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]));
+    return nan;
+}
+
 /* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
  * the offsets and scales stored, 1/d in ids and the stored min in ms.
  * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
@@ -300,26 +329,7 @@ QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *ou
     __m512 lo, hi;
     __mmask16 nan = 0;
     if (g == 32) {
-        /* groups 4i..4i+3 reduced as soon as they are made (qk512_reduce16_*_u, in
-         * the slots of groups i, i+4, i+8, i+12: lane i + 4c gets group 4i + c),
-         * not 32 vectors kept (spilled) for two reductions at the end */
-        __m512 umn[4], umx[4];
-#pragma GCC unroll 4
-        for (size_t i = 0; i < 4; i++) {
-            __m512 vmn[4], vmx[4];
-#pragma GCC unroll 4
-            for (size_t c = 0; c < 4; c++) {
-                __m512 v0 = _mm512_loadu_ps(p[4 * i + c]), v1 = _mm512_loadu_ps(p[4 * i + c] + 16);
-                vmn[c] = _mm512_min_ps(v0, v1);
-                vmx[c] = _mm512_max_ps(v0, v1);
-                nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-            }
-            umn[i] = qk512_reduce16_min_ps_u(vmn[0], vmn[1], vmn[2], vmn[3]);
-            umx[i] = qk512_reduce16_max_ps_u(vmx[0], vmx[1], vmx[2], vmx[3]);
-        }
-        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-        lo = _mm512_permutexvar_ps(order, qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]));
-        hi = _mm512_permutexvar_ps(order, qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]));
+        nan = minmax32x16(p, CHUNK, &lo, &hi);
     } else {
         __m512 vmn[CHUNK], vmx[CHUNK];
 #pragma GCC unroll 16
@@ -436,28 +446,9 @@ QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *
     __m512 mx = _mm512_setzero_ps(), mn = mx;
     if (q4) {
         /* Max and min of each block, the absmax being the larger magnitude of
-         * the two: two transposed reductions, not three. Blocks 4i..4i+3 are
-         * reduced as soon as they are made (as in w4a_stats). min/max may drop
-         * a NaN: a chunk holding one takes the absmax from the |x| bits. */
-        __m512 umx[4], umn[4];
-        __mmask16 nan = 0;
-#pragma GCC unroll 4
-        for (size_t i = 0; i < 4; i++) {
-            __m512 vmx[4], vmn[4];
-#pragma GCC unroll 4
-            for (size_t c = 0; c < 4; c++) {
-                size_t b = 4 * i + c;
-                __m512 v0 = b < n ? _mm512_loadu_ps(p[b]) : _mm512_setzero_ps(), v1 = b < n ? _mm512_loadu_ps(p[b] + 16) : _mm512_setzero_ps();
-                vmx[c] = _mm512_max_ps(v0, v1);
-                vmn[c] = _mm512_min_ps(v0, v1);
-                nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-            }
-            umx[i] = qk512_reduce16_max_ps_u(vmx[0], vmx[1], vmx[2], vmx[3]);
-            umn[i] = qk512_reduce16_min_ps_u(vmn[0], vmn[1], vmn[2], vmn[3]);
-        }
-        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-        mx = _mm512_permutexvar_ps(order, qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]));
-        mn = _mm512_permutexvar_ps(order, qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]));
+         * the two: two transposed reductions, not three. min/max may drop a
+         * NaN: a chunk holding one takes the absmax from the |x| bits. */
+        __mmask16 nan = minmax32x16(p, n, &mn, &mx);
         amax = nan ? block_absbits(p, n)
                    : _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(mx), ab), _mm512_and_si512(_mm512_castps_si512(mn), ab));
     } else {
