@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #define GM_DOT(acc, w, a) _mm512_dpbusd_epi32(acc, w, a)
+#define GM_PF_L1 1
 
 #include "x86/avx512/gemm_int_body.h"
 
