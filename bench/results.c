@@ -91,7 +91,8 @@ static void make_commit(void) {
         snprintf(commit, sizeof commit, "nogit");
         return;
     }
-    snprintf(cmd, sizeof cmd, "git -C '%s' diff --quiet HEAD -- 2>/dev/null; echo $?", QKB_SOURCE_DIR);
+    /* dirty: the sources differ from HEAD (results/, which runs and the probe cache write to, does not count) */
+    snprintf(cmd, sizeof cmd, "git -C '%s' diff --quiet HEAD -- . ':(exclude)results' 2>/dev/null; echo $?", QKB_SOURCE_DIR);
     char dirty[8];
     run_line(cmd, dirty, sizeof dirty);
     snprintf(commit, sizeof commit, "%s%s", line, strcmp(dirty, "0") ? "-dirty" : "");

@@ -412,7 +412,10 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     int emulated = emu->emulated;
     for (size_t i = 0; i < n; i++) emulated |= rows[i].emulated;
     if (emulated) fprintf(f, "- **%s** (%s)\n", QKB_EMULATED_LINE, emu->emulated ? emu->how : "the rows were measured on an emulated CPU");
-    fprintf(f, "- CPU: %s (%s); tier cap %s\n", qkb_cpu_brand(), c->vendor, qk_tier_name(qk_tier_cap()));
+    fprintf(f, "- CPU: %s (%s); tiers run:", qkb_cpu_brand(), c->vendor);
+    for (int t = 0; t < QK_TIER_COUNT; t++)
+        if (qk_tier_allowed((qk_tier)t)) fprintf(f, " %s", qk_tier_name((qk_tier)t));
+    fprintf(f, "\n");
     fprintf(f, "- files: `machine.json` (CPU, features, topology, build, probe, dispatch), `results.json` / `results.csv` "
                "(every row), `gbench.json` (Google Benchmark's own output)\n\n");
     if (l && l->ok) {
