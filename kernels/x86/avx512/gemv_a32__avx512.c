@@ -138,6 +138,19 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
     return _mm512_set1_ps(scale_at(p, j, st));
 }
 
+/* Nibbles 1..7 of the dword lanes of v[r] (nibble i of lane j: the code of
+ * value 16i + j of a 128-value step), each looked up in the 16-float table t
+ * and multiplied by x of that value (xt, 16 per nibble), added to part[r]
+ * (which holds nibble 0's products). All rows of the step per nibble, so the
+ * x load is shared. */
+QK_INLINE void nib_parts(size_t nr, const __m512i *v, __m512 t, const float *xb, __m512 *part) {
+#pragma GCC unroll 8
+    for (unsigned i = 1; i < 8; i++) {
+        __m512 xi = _mm512_loadu_ps(xb + 16 * i);
+        for (size_t r = 0; r < nr; r++) part[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v[r], 4 * i), t), xi, part[r]);
+    }
+}
+
 QK_INLINE void w4t_rows(const qk_matmul_args *a, const float *xt, size_t n0, size_t nr, int asym) {
     const qk_qmat *w = a->w;
     size_t K = a->K, g = a->group, ng = K / g, nb = K / 128;
@@ -167,12 +180,7 @@ QK_INLINE void w4t_rows(const qk_matmul_args *a, const float *xt, size_t n0, siz
             v[r] = _mm512_loadu_si512(p);
             part[r] = _mm512_mul_ps(_mm512_permutexvar_ps(v[r], cv), _mm512_loadu_ps(xb));
         }
-#pragma GCC unroll 8
-        for (unsigned i = 1; i < 8; i++) {
-            __m512 xi = _mm512_loadu_ps(xb + 16 * i);
-            for (size_t r = 0; r < nr; r++)
-                part[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v[r], 4 * i), cv), xi, part[r]);
-        }
+        nib_parts(nr, v, cv, xb, part);
         for (size_t r = 0; r < nr; r++) acc[r] = _mm512_fmadd_ps(part[r], t_lanes(w->scales, n0 + r, ng, g, b, st), acc[r]);
     }
     for (size_t r = 0; r < nr; r++) a->y[n0 + r] = _mm512_reduce_add_ps(acc[r]);
@@ -335,12 +343,7 @@ QK_INLINE void q4t_rows(const qk_matmul_args *a, const float *xt, size_t n0, siz
             v[r] = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), ci, _mm512_loadu_si512(p + 8));
             part[r] = _mm512_mul_ps(_mm512_permutexvar_ps(v[r], c8), _mm512_loadu_ps(xb));
         }
-#pragma GCC unroll 8
-        for (unsigned i = 1; i < 8; i++) {
-            __m512 xi = _mm512_loadu_ps(xb + 16 * i);
-            for (size_t r = 0; r < nr; r++)
-                part[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v[r], 4 * i), c8), xi, part[r]);
-        }
+        nib_parts(nr, v, c8, xb, part);
         for (size_t r = 0; r < nr; r++) {
             __m512i dw = _mm512_permutexvar_epi16(di, _mm512_loadu_si512(row[r] + o));
             acc[r] = _mm512_fmadd_ps(part[r], _mm512_cvtph_ps(_mm512_castsi512_si256(dw)), acc[r]);
