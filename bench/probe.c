@@ -160,6 +160,31 @@ static int sweep(qkb_limits *l, int threads, double *out, int progress) {
     return rc;
 }
 
+double qkb_probe_dram_now(const qkb_limits *l, int threads) {
+    char err[200];
+    double llc = qkb_limits_llc(l), bytes = QKB_DRAM_LLC_FACTOR * (llc > 0 ? llc : 64 * MiB);
+    if (bytes > 1024 * MiB) bytes = 1024 * MiB;
+    qkb_pool *pool = qkb_pool_create(threads, err, sizeof err);
+    if (!pool) return 0;
+    read_job j = {0};
+    for (size_t i = qkb_peak_tier_count; i-- > 0 && !j.read;)
+        if (qkb_peak_tiers[i].read && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) j.read = qkb_peak_tiers[i].read;
+    j.buf = calloc((size_t)threads, sizeof *j.buf);
+    int ok = j.read && j.buf;
+    for (int t = 0; ok && t < threads; t++)
+        if (posix_memalign((void **)&j.buf[t], 4096, (size_t)bytes)) j.buf[t] = NULL, ok = 0;
+    double bw = 0;
+    if (ok) {
+        j.bytes = (size_t)bytes;
+        qkb_pool_run(pool, touch_task, &j);
+        bw = measure_bw(pool, &j, (size_t)bytes);
+    }
+    for (int t = 0; j.buf && t < threads; t++) free(j.buf[t]);
+    free(j.buf);
+    qkb_pool_destroy(pool);
+    return bw;
+}
+
 /* Levels are the steps of a least-squares step function fitted to log(bandwidth)
  * over log(size) with up to 4 steps (dynamic programming), adjacent steps less
  * than 1.25x apart merged; the last step is DRAM. A level's bandwidth is the

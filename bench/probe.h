@@ -63,6 +63,11 @@ int qkb_probe_measure(qkb_limits *out, int progress);
 const qkb_limits *qkb_probe_get(int reprobe, int save, int progress, int *from_cache);
 
 
+/// DRAM read bandwidth now (bytes/s, aggregate over `threads` pinned threads):
+/// the probe's read loop, best of short trials, on working sets where the probe
+/// measures DRAM (QKB_DRAM_LLC_FACTOR x the LLC of `l`). 0 if it cannot run.
+double qkb_probe_dram_now(const qkb_limits *l, int threads);
+
 /// The last-level cache size the cold rotation and the DRAM figure are based on:
 /// the largest measured cache level, or hwloc's size for it when larger and not
 /// contradicted by the curve (0 if the curve shows no cache level).

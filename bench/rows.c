@@ -159,6 +159,14 @@ int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, 
     qkw_kstr(&w, "suite", m->suite);
     qkw_kbool(&w, "complete", m->complete);
     qkw_kbool(&w, "interrupted", m->interrupted);
+    if (m->dram_threads) {
+        qkw_key(&w, "dram_read_during_run");
+        qkw_obj(&w);
+        qkw_kint(&w, "threads", m->dram_threads);
+        qkw_knum(&w, "before_gbps_1t", m->dram_gbps[0][0]), qkw_knum(&w, "before_gbps_threads", m->dram_gbps[0][1]);
+        qkw_knum(&w, "after_gbps_1t", m->dram_gbps[1][0]), qkw_knum(&w, "after_gbps_threads", m->dram_gbps[1][1]);
+        qkw_end_obj(&w);
+    }
     qkw_key(&w, "rows");
     qkw_arr(&w);
     for (size_t i = 0; i < n; i++) row_json(&w, &rows[i]);
@@ -209,6 +217,12 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
     cpy(m->suite, sizeof m->suite, root, "suite");
     m->complete = (int)qkj_num(qkj_get(root, "complete"), 0);
     m->interrupted = (int)qkj_num(qkj_get(root, "interrupted"), 0);
+    const qkj *dr = qkj_get(root, "dram_read_during_run");
+    if (dr && dr->type == QKJ_OBJ) {
+        m->dram_threads = (int)qkj_num(qkj_get(dr, "threads"), 0);
+        m->dram_gbps[0][0] = qkj_num(qkj_get(dr, "before_gbps_1t"), 0), m->dram_gbps[0][1] = qkj_num(qkj_get(dr, "before_gbps_threads"), 0);
+        m->dram_gbps[1][0] = qkj_num(qkj_get(dr, "after_gbps_1t"), 0), m->dram_gbps[1][1] = qkj_num(qkj_get(dr, "after_gbps_threads"), 0);
+    }
     *rows = calloc(rs->n ? rs->n : 1, sizeof **rows);
     *n = rs->n;
     for (size_t i = 0; i < rs->n; i++) {
@@ -430,6 +444,12 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
                 snprintf(h, sizeof h, "%.1f %s%s", v->hwloc_size >= 1048576 ? v->hwloc_size / 1048576 : v->hwloc_size / 1024,
                          v->hwloc_size >= 1048576 ? "MiB" : "KiB", v->contradicted ? " (contradicted by the curve)" : "");
             fprintf(f, "| %s | %s | %.1f GB/s | %.1f GB/s | %s |\n", v->name, s, v->bw1 * 1e-9, v->bwall * 1e-9, h);
+        }
+        if (m->dram_threads) {
+            fprintf(f, "\nDRAM read measured by this run itself (the probe's loop and DRAM working sets), before / after its cases: "
+                       "%.1f / %.1f GB/s with 1 thread", m->dram_gbps[0][0], m->dram_gbps[1][0]);
+            if (m->dram_threads > 1) fprintf(f, ", %.1f / %.1f GB/s with %d", m->dram_gbps[0][1], m->dram_gbps[1][1], m->dram_threads);
+            fprintf(f, ". On a shared machine the cached probe above can be far from these: judge the cold rows against them too.\n");
         }
         fprintf(f, "\n| tier | f32 FMA GFLOP/s (1 / %d threads) | int8 dot GOP/s (1 / %d threads) |\n|---|---|---|\n", l->ncores, l->ncores);
         for (int i = 0; i < l->npeaks; i++) {

@@ -60,6 +60,10 @@ void qkb_rows_speedups(qkb_row *rows, size_t n);
 typedef struct qkb_run_meta {
     char machine[96], commit[64], date[40], command[1024], suite[16];
     int complete, interrupted;
+    /* DRAM read bandwidth measured by the run itself, GB/s (0: not measured): before and after
+     * its cases, with 1 thread and with dram_threads (runs with cold cases) */
+    int dram_threads;
+    double dram_gbps[2][2]; /* [before, after][1 thread, dram_threads] */
 } qkb_run_meta;
 
 /// A skipped case: its name and why.

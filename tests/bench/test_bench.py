@@ -235,6 +235,16 @@ def t_json(q):
     ops = {r["op"] for r in rows}
     check({"quantize", "dequantize", "actquant", "gemv"} <= ops, "ops covered: %s" % ops)
     print("%d rows, ops %s" % (len(rows), sorted(ops)))
+    # a run with cold rows measures DRAM read bandwidth itself, before and after its cases
+    if any(r["cache"] == "cold" for r in rows) and not any(r["emulated"] for r in rows):
+        dr = res.get("dram_read_during_run")
+        if check(dr is not None, "cold rows but no dram_read_during_run in results.json"):
+            maxt = max(r["threads"] for r in rows if r["cache"] == "cold")
+            check(dr["threads"] == maxt, "DRAM measured with %s threads, the cold rows go to %d" % (dr["threads"], maxt))
+            for k in ("before_gbps_1t", "after_gbps_1t", "before_gbps_threads", "after_gbps_threads"):
+                check(0.1 < dr[k] < 10000, "dram_read_during_run %s = %s" % (k, dr[k]))
+            with open(os.path.join(d, "summary.md")) as f:
+                check("DRAM read measured by this run itself" in f.read(), "summary.md does not give the run's own DRAM read")
     # --no-save writes nothing, not even the probe's cache (a results root with no probe yet)
     empty = q.fresh("nosave")
     os.makedirs(empty)
