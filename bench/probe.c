@@ -122,6 +122,32 @@ static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
     return best;
 }
 
+/* The best read loop this CPU runs (its tier's name in tier) and one buffer of
+ * `bytes` per pool thread, first touched by its pinned owner (local pages).
+ * 0, or -1 (nothing to free but read_free). */
+static int read_setup(read_job *j, qkb_pool *pool, int threads, size_t bytes, char *tier, size_t tn) {
+    for (size_t i = qkb_peak_tier_count; i-- > 0 && !j->read;)
+        if (qkb_peak_tiers[i].read && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) {
+            j->read = qkb_peak_tiers[i].read;
+            snprintf(tier, tn, "%s", qk_tier_name(qkb_peak_tiers[i].tier));
+        }
+    j->buf = calloc((size_t)threads, sizeof *j->buf);
+    int rc = j->read && j->buf ? 0 : -1;
+    for (int t = 0; rc == 0 && t < threads; t++)
+        if (posix_memalign((void **)&j->buf[t], 4096, bytes)) j->buf[t] = NULL, rc = -1;
+    if (rc == 0) {
+        j->bytes = bytes;
+        qkb_pool_run(pool, touch_task, j);
+    }
+    return rc;
+}
+
+static void read_free(read_job *j, int threads) {
+    for (int t = 0; j->buf && t < threads; t++) free(j->buf[t]);
+    free(j->buf);
+    j->buf = NULL;
+}
+
 static int sweep(qkb_limits *l, int threads, double *out, int progress) {
     char err[200];
     qkb_pool *pool = qkb_pool_create(threads, err, sizeof err);
@@ -130,21 +156,9 @@ static int sweep(qkb_limits *l, int threads, double *out, int progress) {
         return -1;
     }
     read_job j = {0};
-    j.read = NULL;
-    for (size_t i = qkb_peak_tier_count; i-- > 0;)
-        if (qkb_peak_tiers[i].read && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) {
-            j.read = qkb_peak_tiers[i].read;
-            snprintf(l->read_tier, sizeof l->read_tier, "%s", qk_tier_name(qkb_peak_tiers[i].tier));
-            break;
-        }
     size_t max = (size_t)l->size[l->npoints - 1];
-    j.buf = calloc((size_t)threads, sizeof *j.buf);
-    int rc = 0;
-    for (int t = 0; t < threads; t++)
-        if (posix_memalign((void **)&j.buf[t], 4096, max)) rc = -1;
+    int rc = read_setup(&j, pool, threads, max, l->read_tier, sizeof l->read_tier);
     if (rc == 0) {
-        j.bytes = max;
-        qkb_pool_run(pool, touch_task, &j); /* first touch by the pinned owner: local pages */
         for (int i = 0; i < l->npoints; i++) {
             if (progress && i % 8 == 0)
                 fprintf(stderr, "\r  read bandwidth, %d thread%s: %3.0f%%", threads, threads > 1 ? "s" : "", 100.0 * i / l->npoints);
@@ -154,8 +168,7 @@ static int sweep(qkb_limits *l, int threads, double *out, int progress) {
     } else {
         fprintf(stderr, "qkbench probe: out of memory for %zu-byte buffers\n", max);
     }
-    for (int t = 0; t < threads; t++) free(j.buf[t]);
-    free(j.buf);
+    read_free(&j, threads);
     qkb_pool_destroy(pool);
     return rc;
 }
@@ -167,20 +180,9 @@ double qkb_probe_dram_now(const qkb_limits *l, int threads) {
     qkb_pool *pool = qkb_pool_create(threads, err, sizeof err);
     if (!pool) return 0;
     read_job j = {0};
-    for (size_t i = qkb_peak_tier_count; i-- > 0 && !j.read;)
-        if (qkb_peak_tiers[i].read && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) j.read = qkb_peak_tiers[i].read;
-    j.buf = calloc((size_t)threads, sizeof *j.buf);
-    int ok = j.read && j.buf;
-    for (int t = 0; ok && t < threads; t++)
-        if (posix_memalign((void **)&j.buf[t], 4096, (size_t)bytes)) j.buf[t] = NULL, ok = 0;
-    double bw = 0;
-    if (ok) {
-        j.bytes = (size_t)bytes;
-        qkb_pool_run(pool, touch_task, &j);
-        bw = measure_bw(pool, &j, (size_t)bytes);
-    }
-    for (int t = 0; j.buf && t < threads; t++) free(j.buf[t]);
-    free(j.buf);
+    char tier[16];
+    double bw = read_setup(&j, pool, threads, (size_t)bytes, tier, sizeof tier) ? 0 : measure_bw(pool, &j, (size_t)bytes);
+    read_free(&j, threads);
     qkb_pool_destroy(pool);
     return bw;
 }
