@@ -270,6 +270,7 @@ typedef struct crun {
     int64_t iterations;
     int done, failed;
     double est_s, t_start;
+    double read_bw[2]; /* cold: a plain read of its own buffers right before and right after it, bytes/s */
 } crun;
 
 typedef struct bench_run {
@@ -416,6 +417,8 @@ static void bench_fn(qkb_gb_state *st, void *arg) {
         qkb_gb_skip(st, err);
         return;
     }
+    crun *cr = &b->cr[c - b->cases.v];
+    if (c->cold && cr->read_bw[0] == 0 && !qkb_emulation_get()->emulated) cr->read_bw[0] = qkb_case_read_bw(c);
     if (c->batch == 0) {
         /* One Google Benchmark iteration is a batch of calls lasting about min_time/2:
          * its estimate of the iteration count (made once, on the first repetition)
@@ -505,7 +508,13 @@ static void on_run(const qkb_gb_run *run, void *ctx) {
     qkb_row *rows = realloc(b->rows, (b->nrows + 1) * sizeof *rows);
     if (!rows) return;
     b->rows = rows;
-    qkb_row_from_case(&b->rows[b->nrows++], c, r->times, r->ntimes, r->iterations);
+    qkb_row *row = &b->rows[b->nrows++];
+    qkb_row_from_case(row, c, r->times, r->ntimes, r->iterations);
+    if (r->read_bw[0] > 0) { /* the case is still set up: read its buffers again */
+        r->read_bw[1] = qkb_case_read_bw(c);
+        row->read_gbps = (r->read_bw[0] > r->read_bw[1] ? r->read_bw[0] : r->read_bw[1]) * 1e-9;
+        row->of_read = row->read_gbps > 0 ? row->gbps / row->read_gbps : 0;
+    }
     save(b);
     qkb_shard_case(&b->shard, c->name, 1);
 }

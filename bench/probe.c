@@ -100,20 +100,17 @@ static int sweep_sizes(double *s, size_t max) {
     return m;
 }
 
-/* Best-of-trials read bandwidth (aggregate bytes/s) of `bytes` per thread.
- * Trials are short and many, so that one without preemption is likely even on
- * a busy machine; it stops early once the two best agree within 2%. */
-static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
-    const double target = (quick ? 4 : 8) * MiB;
-    j->bytes = bytes;
-    j->passes = (size_t)ceil(target / (double)bytes);
-    double best = 0, second = 0, t_end = qkb_seconds() + (quick ? 0.03 : 0.12);
-    qkb_pool_run(pool, read_task, j); /* warm-up: bring the set into its level */
+/* Best of short timed trials of fn(ctx) (each moves `bytes`), in bytes/s, after one
+ * untimed call. Trials are short and many, so that one without preemption is likely
+ * even on a busy machine; it stops early once the two best agree within 2%. */
+static double best_of_trials(void (*fn)(void *), void *ctx, double bytes, double seconds) {
+    double best = 0, second = 0, t_end = qkb_seconds() + seconds;
+    fn(ctx);
     for (int t = 0; t < 40; t++) {
         double t0 = qkb_seconds();
-        qkb_pool_run(pool, read_task, j);
+        fn(ctx);
         double t1 = qkb_seconds();
-        double bw = (double)bytes * (double)j->passes * qkb_pool_size(pool) / (t1 - t0);
+        double bw = bytes / (t1 - t0);
         if (bw > best) second = best, best = bw;
         else if (bw > second) second = bw;
         if (t >= 4 && second > 0.98 * best) break;
@@ -122,15 +119,92 @@ static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
     return best;
 }
 
+typedef struct pool_read {
+    qkb_pool *pool;
+    read_job *j;
+} pool_read;
+
+static void pool_read_run(void *ctx) {
+    pool_read *p = ctx;
+    qkb_pool_run(p->pool, read_task, p->j);
+}
+
+/* Read bandwidth (aggregate bytes/s) of `bytes` per thread: the first call brings
+ * the set into its level. */
+static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
+    const double target = (quick ? 4 : 8) * MiB;
+    j->bytes = bytes;
+    j->passes = (size_t)ceil(target / (double)bytes);
+    pool_read p = {pool, j};
+    return best_of_trials(pool_read_run, &p, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12);
+}
+
+qkb_read_fn qkb_read_best(char *tier, size_t tn) {
+    for (size_t i = qkb_peak_tier_count; i-- > 0;)
+        if (qkb_peak_tiers[i].read && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) {
+            if (tier) snprintf(tier, tn, "%s", qk_tier_name(qkb_peak_tiers[i].tier));
+            return qkb_peak_tiers[i].read;
+        }
+    return NULL;
+}
+
+/* Each thread's 512-byte-aligned share of every region. */
+typedef struct regions_job {
+    qkb_read_fn read;
+    const qkb_region *r;
+    size_t n;
+    int threads;
+    volatile uint64_t sink[64];
+} regions_job;
+
+static size_t region_share(const qkb_region *r, int tid, int n, const unsigned char **p) {
+    size_t per = r->bytes / 512 / (size_t)n * 512, lo = per * (size_t)tid;
+    size_t addr = (size_t)r->p + lo, mis = (64 - addr % 64) % 64;
+    *p = (const unsigned char *)r->p + lo + mis;
+    return per > mis + 512 ? (per - mis) / 512 * 512 : 0;
+}
+
+static void regions_task(void *ctx, int tid, int n) {
+    regions_job *j = ctx;
+    uint64_t s = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        const unsigned char *p;
+        size_t b = region_share(&j->r[i], tid, n, &p);
+        if (b) s += j->read(p, b);
+    }
+    j->sink[tid & 63] = s;
+}
+
+typedef struct regions_run {
+    qkb_pool *pool;
+    regions_job *j;
+} regions_run;
+
+static void regions_run_fn(void *ctx) {
+    regions_run *p = ctx;
+    if (p->pool) qkb_pool_run(p->pool, regions_task, p->j);
+    else regions_task(p->j, 0, 1);
+}
+
+double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
+    regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
+    int threads = pool ? qkb_pool_size(pool) : 1;
+    double bytes = 0;
+    for (int t = 0; t < threads; t++)
+        for (size_t i = 0; i < n; i++) {
+            const unsigned char *p;
+            bytes += (double)region_share(&r[i], t, threads, &p);
+        }
+    if (!j.read || bytes <= 0) return 0;
+    regions_run run = {pool, &j};
+    return best_of_trials(regions_run_fn, &run, bytes, 0.1);
+}
+
 /* The best read loop this CPU runs (its tier's name in tier) and one buffer of
  * `bytes` per pool thread, first touched by its pinned owner (local pages).
  * 0, or -1 (nothing to free but read_free). */
 static int read_setup(read_job *j, qkb_pool *pool, int threads, size_t bytes, char *tier, size_t tn) {
-    for (size_t i = qkb_peak_tier_count; i-- > 0 && !j->read;)
-        if (qkb_peak_tiers[i].read && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) {
-            j->read = qkb_peak_tiers[i].read;
-            snprintf(tier, tn, "%s", qk_tier_name(qkb_peak_tiers[i].tier));
-        }
+    j->read = qkb_read_best(tier, tn);
     j->buf = calloc((size_t)threads, sizeof *j->buf);
     int rc = j->read && j->buf ? 0 : -1;
     for (int t = 0; rc == 0 && t < threads; t++)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "json.h"
+#include "peak.h"
+#include "pool.h"
 #include "qk/qk.h"
 
 #define QKB_PROBE_VERSION 2
@@ -67,6 +69,19 @@ const qkb_limits *qkb_probe_get(int reprobe, int save, int progress, int *from_c
 /// the probe's read loop, best of short trials, on working sets where the probe
 /// measures DRAM (QKB_DRAM_LLC_FACTOR x the LLC of `l`). 0 if it cannot run.
 double qkb_probe_dram_now(const qkb_limits *l, int threads);
+
+/// The probe's read loop: the best one this CPU runs (its tier's name into tier, if given).
+qkb_read_fn qkb_read_best(char *tier, size_t tn);
+
+/// A buffer to read.
+typedef struct qkb_region {
+    const void *p;
+    size_t bytes;
+} qkb_region;
+/// Read bandwidth now (aggregate bytes/s) of the given buffers, with the probe's loop
+/// and best of short trials: thread t of `pool` (NULL: the calling thread alone)
+/// reads the t-th share of every region. 0 if it cannot run.
+double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n);
 
 /// The last-level cache size the cold rotation and the DRAM figure are based on:
 /// the largest measured cache level, or hwloc's size for it when larger and not

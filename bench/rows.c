@@ -123,6 +123,8 @@ static void row_json(qkw *w, const qkb_row *r) {
     qkw_knum(w, "roofline", r->roofline);
     qkw_kstr(w, "bound", r->bound);
     qkw_knum(w, "speedup_vs_scalar", r->speedup);
+    qkw_knum(w, "read_gbps", r->read_gbps);
+    qkw_knum(w, "of_read", r->of_read);
     qkw_kint(w, "headline", r->headline);
     qkw_kbool(w, "emulated", r->emulated);
     qkw_key(w, "times_s");
@@ -134,15 +136,15 @@ static void row_json(qkw *w, const qkb_row *r) {
 
 static const char *csv_header =
     "name,op,what,kernel,tier,format,group,scales,M,N,K,threads,cache,reps,iterations,median_s,mean_s,min_s,max_s,"
-    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated\n";
+    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated,read_gbps,of_read\n";
 
 static void row_csv(qkb_buf *b, const qkb_row *r) {
     qkb_buf_printf(b, "%s,%s,%s,%s,%s,%s,%zu,%s,%zu,%zu,%zu,%d,%s,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%s,"
-                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d\n",
+                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d,%.5g,%.4g\n",
                    r->name, r->op, r->what, r->kernel, r->tier, r->format, r->group, r->scales, r->M, r->N, r->K, r->threads, r->cache,
                    r->reps, (long long)r->iterations, r->median_s, r->mean_s, r->min_s, r->max_s, r->stddev_s, r->cv, r->spread, r->ops,
                    r->bytes, r->gops, r->gbps, r->bpw, r->ai, r->level, r->bw_gbps, r->peak_gops, r->roofline_s, r->roofline, r->bound,
-                   r->speedup, r->headline, r->emulated);
+                   r->speedup, r->headline, r->emulated, r->read_gbps, r->of_read);
 }
 
 int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, size_t n, const qkb_skip *skips, size_t nskip,
@@ -265,6 +267,8 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         r->roofline_s = qkj_num(qkj_get(o, "roofline_s"), 0);
         r->roofline = qkj_num(qkj_get(o, "roofline"), 0);
         r->speedup = qkj_num(qkj_get(o, "speedup_vs_scalar"), 0);
+        r->read_gbps = qkj_num(qkj_get(o, "read_gbps"), 0);
+        r->of_read = qkj_num(qkj_get(o, "of_read"), 0);
         const qkj *ts = qkj_get(o, "times_s");
         for (size_t k = 0; ts && ts->type == QKJ_ARR && k < ts->n && k < QKB_ROW_MAX_TIMES; k++) r->times[r->ntimes++] = qkj_num(ts->items[k], 0);
     }
@@ -298,16 +302,17 @@ static void fmt_shape(char *out, size_t n, const qkb_row *r) {
 static int writes_out(const qkb_row *r) { return !strcmp(r->op, "quantize") || !strcmp(r->op, "dequantize"); }
 
 void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
-    const char *hdr[] = {"op", "mode", "format", "g", "shape", "thr", "cache", "best kernel", "time", "rate", "roofline", "vs scalar"};
+    const char *hdr[] = {"op", "mode", "format", "g", "shape", "thr", "cache", "best kernel", "time", "rate", "roofline", "of read", "vs scalar"};
     int emulated = 0;
     for (size_t i = 0; i < n; i++) emulated |= rows[i].emulated;
     if (emulated) fprintf(f, md ? "**%s** (an emulated CPU: compare nothing here with real hardware)\n\n" : "%s (an emulated CPU: compare nothing here with real hardware)\n", QKB_EMULATED_LINE);
     if (md) {
-        fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | speed-up vs scalar |\n");
-        fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | "
+                   "%% of a plain read of its buffers | speed-up vs scalar |\n");
+        fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     } else {
-        fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
-                hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]);
+        fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %7s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
+                hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11], hdr[12]);
     }
     char *done = calloc(n ? n : 1, 1);
     int over = 0, any = 0;
@@ -323,8 +328,9 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
             if (rows[j].median_s > 0 && (rows[best].median_s <= 0 || rows[j].median_s < rows[best].median_s)) best = j;
         }
         const qkb_row *r = &rows[best];
-        char t[32], rate[32], shape[48], roof[32], sp[32], g[16];
+        char t[32], rate[32], shape[48], roof[32], sp[32], g[16], rd[16] = "-";
         fmt_time(t, sizeof t, r->median_s);
+        if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f%%", 100 * r->of_read);
         fmt_rate(rate, sizeof rate, r);
         fmt_shape(shape, sizeof shape, r);
         snprintf(roof, sizeof roof, "%.1f%%%s %s", 100 * r->roofline, r->roofline > 1.05 ? "!" : "", r->level);
@@ -334,11 +340,11 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
         snprintf(g, sizeof g, "%zu", r->group);
         const char *mode = strcmp(r->what, r->format) ? r->what : "";
         if (md)
-            fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | `%s` | %s | %s | %s | %s |\n", r->op, mode, r->format, g, shape, r->threads,
-                    r->cache, r->kernel, t, rate, roof, sp);
+            fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | `%s` | %s | %s | %s | %s | %s |\n", r->op, mode, r->format, g, shape, r->threads,
+                    r->cache, r->kernel, t, rate, roof, rd, sp);
         else
-            fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3d %-5s %-38s %9s %13s %15s %9s\n", r->op, mode, r->format, g, shape, r->threads,
-                    r->cache, r->kernel, t, rate, roof, sp);
+            fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3d %-5s %-38s %9s %13s %15s %7s %9s\n", r->op, mode, r->format, g, shape, r->threads,
+                    r->cache, r->kernel, t, rate, roof, rd, sp);
     }
     free(done);
     if (over & 1)
@@ -460,21 +466,24 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
         fprintf(f, "\n");
     }
     fprintf(f, "## Best variant per op and mode\n\nroofline = min(peak ops of the tier, bandwidth of the level the working set lives in × "
-               "arithmetic intensity); the %% is the measured rate over it.\n\n");
+               "arithmetic intensity); the %% is the measured rate over it. Cold rows also give their rate over a plain read "
+               "(the probe's loop, same threads) of their own rotated buffers, right before and after the row (the larger): "
+               "what DRAM gave at that moment, which on a shared machine can be far from the cached probe.\n\n");
     qkb_rows_table(f, rows, n, 1);
     fprintf(f, "\n");
     tiers_table(f, rows, n);
     if (extra_md && *extra_md) fprintf(f, "\n%s\n", extra_md);
-    fprintf(f, "\n## All rows (%zu)\n\n| name | median | spread | GOP/s | GB/s | bpw | level | %% of roofline | bound | vs scalar |\n"
-               "|---|---|---|---|---|---|---|---|---|---|\n",
+    fprintf(f, "\n## All rows (%zu)\n\n| name | median | spread | GOP/s | GB/s | bpw | level | %% of roofline | bound | "
+               "plain read of its buffers | vs scalar |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
             n);
     for (size_t i = 0; i < n; i++) {
         const qkb_row *r = &rows[i];
-        char t[32], sp[32] = "-";
+        char t[32], sp[32] = "-", rd[48] = "-";
         fmt_time(t, sizeof t, r->median_s);
         if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2fx", r->speedup);
-        fprintf(f, "| `%s` | %s | %.1f%% | %.2f | %.2f | %.2f | %s | %.1f%% | %s | %s |\n", r->name, t, 100 * r->spread, r->gops,
-                r->gbps, r->bpw, r->level, 100 * r->roofline, r->bound, sp);
+        if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f GB/s (%.1f%%)", r->read_gbps, 100 * r->of_read);
+        fprintf(f, "| `%s` | %s | %.1f%% | %.2f | %.2f | %.2f | %s | %.1f%% | %s | %s | %s |\n", r->name, t, 100 * r->spread, r->gops,
+                r->gbps, r->bpw, r->level, 100 * r->roofline, r->bound, rd, sp);
     }
     if (nskip) {
         fprintf(f, "\n## Skipped (%zu)\n\n", nskip);

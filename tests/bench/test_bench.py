@@ -27,7 +27,7 @@ ROW_FIELDS = {
     "median_s": float, "mean_s": float, "min_s": float, "max_s": float, "stddev_s": float, "cv": float,
     "spread": float, "ops": float, "bytes": float, "gops": float, "gbps": float, "bpw": float, "ai": float,
     "level": str, "bw_gbps": float, "peak_gops": float, "roofline_s": float, "roofline": float, "bound": str,
-    "speedup_vs_scalar": float, "headline": int, "emulated": bool, "times_s": list,
+    "speedup_vs_scalar": float, "headline": int, "emulated": bool, "times_s": list, "read_gbps": float, "of_read": float,
 }
 EMULATED_LINE = "EMULATED: timings are not this CPU's"
 CSV_FIELDS = [f for f in ROW_FIELDS if f != "times_s"]
@@ -245,6 +245,14 @@ def t_json(q):
                 check(0.1 < dr[k] < 10000, "dram_read_during_run %s = %s" % (k, dr[k]))
             with open(os.path.join(d, "summary.md")) as f:
                 check("DRAM read measured by this run itself" in f.read(), "summary.md does not give the run's own DRAM read")
+        # every cold row of a memory-streaming op is held against a plain read of its own buffers
+        for r in rows:
+            if r["cache"] == "cold" and r["op"] in ("quantize", "dequantize", "gemv", "gemm"):
+                if check(0.1 < r["read_gbps"] < 10000, "%s: read_gbps %s" % (r["name"], r["read_gbps"])):
+                    check(abs(r["of_read"] - r["gbps"] / r["read_gbps"]) <= 1e-3 * r["of_read"] + 1e-9,
+                          "%s: of_read %s is not gbps / read_gbps" % (r["name"], r["of_read"]))
+            elif r["cache"] == "warm":
+                check(r["read_gbps"] == 0 and r["of_read"] == 0, "%s: a warm row has a plain-read reference" % r["name"])
     # --no-save writes nothing, not even the probe's cache (a results root with no probe yet)
     empty = q.fresh("nosave")
     os.makedirs(empty)
