@@ -100,16 +100,18 @@ static int sweep_sizes(double *s, size_t max) {
     return m;
 }
 
-/* Best of short timed trials of fn(ctx) (each moves `bytes`), in bytes/s, after one
- * untimed call. Trials are short and many, so that one without preemption is likely
- * even on a busy machine; it stops early once the two best agree within 2%. */
-static double best_of_trials(void (*fn)(void *), void *ctx, double bytes, double seconds) {
+/* Best of short timed trials of fn on every thread of pool (NULL: the calling thread
+ * alone), each moving `bytes`, in bytes/s, after one untimed call. Trials are short
+ * and many, so that one without preemption is likely even on a busy machine; it
+ * stops early once the two best agree within 2%. */
+static double best_of_trials(qkb_pool *pool, qkb_task_fn fn, void *ctx, double bytes, double seconds) {
     double best = 0, second = 0, t_end = qkb_seconds() + seconds;
-    fn(ctx);
-    for (int t = 0; t < 40; t++) {
+    for (int t = -1; t < 40; t++) {
         double t0 = qkb_seconds();
-        fn(ctx);
+        if (pool) qkb_pool_run(pool, fn, ctx);
+        else fn(ctx, 0, 1);
         double t1 = qkb_seconds();
+        if (t < 0) continue;
         double bw = bytes / (t1 - t0);
         if (bw > best) second = best, best = bw;
         else if (bw > second) second = bw;
@@ -119,24 +121,13 @@ static double best_of_trials(void (*fn)(void *), void *ctx, double bytes, double
     return best;
 }
 
-typedef struct pool_read {
-    qkb_pool *pool;
-    read_job *j;
-} pool_read;
-
-static void pool_read_run(void *ctx) {
-    pool_read *p = ctx;
-    qkb_pool_run(p->pool, read_task, p->j);
-}
-
 /* Read bandwidth (aggregate bytes/s) of `bytes` per thread: the first call brings
  * the set into its level. */
 static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
     const double target = (quick ? 4 : 8) * MiB;
     j->bytes = bytes;
     j->passes = (size_t)ceil(target / (double)bytes);
-    pool_read p = {pool, j};
-    return best_of_trials(pool_read_run, &p, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12);
+    return best_of_trials(pool, read_task, j, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12);
 }
 
 qkb_read_fn qkb_read_best(char *tier, size_t tn) {
@@ -153,7 +144,6 @@ typedef struct regions_job {
     qkb_read_fn read;
     const qkb_region *r;
     size_t n;
-    int threads;
     volatile uint64_t sink[64];
 } regions_job;
 
@@ -175,17 +165,6 @@ static void regions_task(void *ctx, int tid, int n) {
     j->sink[tid & 63] = s;
 }
 
-typedef struct regions_run {
-    qkb_pool *pool;
-    regions_job *j;
-} regions_run;
-
-static void regions_run_fn(void *ctx) {
-    regions_run *p = ctx;
-    if (p->pool) qkb_pool_run(p->pool, regions_task, p->j);
-    else regions_task(p->j, 0, 1);
-}
-
 double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
     regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
     int threads = pool ? qkb_pool_size(pool) : 1;
@@ -196,8 +175,7 @@ double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
             bytes += (double)region_share(&r[i], t, threads, &p);
         }
     if (!j.read || bytes <= 0) return 0;
-    regions_run run = {pool, &j};
-    return best_of_trials(regions_run_fn, &run, bytes, 0.1);
+    return best_of_trials(pool, regions_task, &j, bytes, 0.1);
 }
 
 /* The best read loop this CPU runs (its tier's name in tier) and one buffer of
