@@ -14,14 +14,14 @@
  *   __m512i  qk_offset_dot(__m512i acc, int off, __m512i a)
  *            acc + Σ4 off·a per dword (off = 8 or 128)
  *
- * Every variant computes, per row n and group j, the exact integer
- * Σ c·a (c = the stored unsigned code, or the int8 code plus QK_W8_OFF) and
- * removes the offset exactly and lane by lane: each int32 lane of a block's
- * (or group's) accumulator starts at -off·(the sum of the activations it will
- * meet), formed once per call for all rows, so every lane holds a true
- * partial dot Σ q·a (no large biased lanes whose f32 sum would cancel). Then
- * y += sw·sa·dot in f32, and for w4a y += Σ_j m_j·sa_j·Σa_j (the activation
- * group sums from actquant).
+ * Every variant computes, per row n and group j, the exact integer Σ q·a
+ * with every int32 lane a true partial dot (no large biased lanes whose f32
+ * sum would cancel). The table path (below) gives q the activation's sign
+ * and multiplies it by |a|; the generic path multiplies the stored unsigned
+ * code c = q + off (the int8 code plus QK_W8_OFF) by a and starts each lane
+ * at -off·(the sum of the activations it will meet). Then y += sw·sa·dot in
+ * f32, and for w4a y += Σ_j m_j·sa_j·Σa_j (the activation group sums from
+ * actquant).
  *
  * Rows are taken one after the other, so the codes are one sequential stream
  * (and the scales a second one), prefetched GI_PF bytes ahead: on the Zen 5
@@ -283,21 +283,30 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
 
 /* ---- fast path: per-call tables, one row after the other ----
  * Per segment of at most GI_SEG values (all of K for K <= GI_SEG), formed
- * once and shared by every row: the lane correction of each block (g = 32)
- * or group (other g), and for w4s/w4a the activations split into their
- * even and odd elements. A 64-byte load of plain 4-bit codes then holds 128
- * values whose low nibbles are the even elements and high nibbles the odd
- * ones: dword lane l gets elements 8l..8l+7 from two dot products with no
- * widening shuffle (lanes 4j..4j+3 are group j at g = 32). */
+ * once and shared by every row: the activations as the dot products meet
+ * them. For w4s/w4a they are split into their even and odd elements: a
+ * 64-byte load of plain 4-bit codes then holds 128 values whose low nibbles
+ * are the even elements and high nibbles the odd ones, and dword lane l gets
+ * elements 8l..8l+7 from two dot products with no widening shuffle (lanes
+ * 4j..4j+3 are group j at g = 32).
+ *
+ * Weights stored with an offset (w4s and q4_0: code = q + 8; int8: q) are
+ * not multiplied as codes: q takes the activation's sign and meets |a|
+ * (both at most 127 in magnitude), an exact u8·s8 product with no offset to
+ * remove. The tables are then |a| and a 64-bit sign mask per 64 values,
+ * about as large as the activations themselves: a per-lane correction
+ * table beside them (a third more on 4-bit rows) no longer fit in L1 with
+ * the weight stream on 14336-long rows. */
 enum { GI_SEG = 16384 };
 
 typedef struct gi_ws {
     union {
-        __m512i corr[GI_SEG / 64]; /* 4-bit formats: per block (g = 32) or per group */
-        __m512i aa[GI_SEG / 64];   /* 8-bit formats: |a| of each 64-value block */
+        __m512i aa[GI_SEG / 64]; /* 8-bit formats: |a| of each 64-value block */
+        struct {                 /* 4-bit formats: the two planes of each 128-value block (w4a: a; w4s, q4_0: |a|) */
+            __m512i ae[GI_SEG / 128], ao[GI_SEG / 128];
+        };
     };
-    __m512i ae[GI_SEG / 128], ao[GI_SEG / 128]; /* w4: even / odd activations of each 128-value block */
-    __mmask64 neg[GI_SEG / 64];                 /* 8-bit formats: the sign bits of each 64-value block */
+    __mmask64 neg[GI_SEG / 64]; /* the sign bits of each 64-value block (4-bit formats: plane 2b, 2b + 1 of block b) */
 } gi_ws;
 
 QK_INLINE int gi_w4(gi_fmt f) { return f == GI_W4S || f == GI_W4A; }
@@ -307,56 +316,55 @@ QK_INLINE int gi_w8(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
 QK_INLINE int gi_nib(gi_fmt f) { return gi_w4(f) || f == GI_Q4_0; }
 QK_INLINE size_t gi_blk(gi_fmt f) { return gi_nib(f) ? 128 : 64; }
 
-/* Tables of segment [k0, k0 + len) (len a multiple of the block, and of g unless g = 32). */
-static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, size_t g, gi_ws *ws) {
-    const int off = gi_off(f), pair = gi_blk(f) % g == 0;
-    const size_t B = gi_blk(f), nb = len / B, bpg = pair ? 1 : g / B;
+/* Tables of segment [k0, k0 + len) (len a multiple of the block). */
+static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *ws) {
+    const size_t B = gi_blk(f), nb = len / B;
     const __m512i even = _mm512_set1_epi16(0xff), perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
     for (size_t b = 0; b < nb; b++) {
         const int8_t *x = xq->codes + k0 + b * B;
-        __m512i c = _mm512_setzero_si512();
         if (gi_w8(f)) {
             __m512i v = _mm512_loadu_si512(x);
             ws->aa[b] = _mm512_abs_epi8(v);
             ws->neg[b] = _mm512_movepi8_mask(v);
             continue;
         }
+        __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64), e, o;
         if (f == GI_Q4_0) { /* lane i: elements 0-15 (ae) and 16-31 (ao) of q4_0 block i */
-            __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64);
-            ws->ae[b] = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), x1);
-            ws->ao[b] = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), x1);
-            c = qk_offset_dot(qk_offset_dot(c, off, ws->ae[b]), off, ws->ao[b]);
-        } else if (gi_w4(f)) {
-            __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64);
-            __m512i e = _mm512_packus_epi16(_mm512_and_si512(x0, even), _mm512_and_si512(x1, even));
-            __m512i o = _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8));
-            ws->ae[b] = _mm512_permutexvar_epi64(perm, e);
-            ws->ao[b] = _mm512_permutexvar_epi64(perm, o);
-            if (off) c = qk_offset_dot(qk_offset_dot(c, off, ws->ae[b]), off, ws->ao[b]);
-        } else if (off) {
-            c = qk_offset_dot(c, off, _mm512_loadu_si512(x));
+            e = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), x1);
+            o = _mm512_permutex2var_epi64(x0, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), x1);
+        } else {
+            e = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_and_si512(x0, even), _mm512_and_si512(x1, even)));
+            o = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8)));
         }
-        c = _mm512_sub_epi32(_mm512_setzero_si512(), c);
-        if (b % bpg == 0) ws->corr[b / bpg] = c;
-        else ws->corr[b / bpg] = _mm512_add_epi32(ws->corr[b / bpg], c);
+        if (gi_off(f)) {
+            ws->ae[b] = _mm512_abs_epi8(e), ws->ao[b] = _mm512_abs_epi8(o);
+            ws->neg[2 * b] = _mm512_movepi8_mask(e), ws->neg[2 * b + 1] = _mm512_movepi8_mask(o);
+        } else {
+            ws->ae[b] = e, ws->ao[b] = o;
+        }
     }
 }
 
-/* Σ c·a of block b of the segment (plus `acc`), row codes at `p` (the block's
- * first byte). 8-bit weights take the activation's sign and meet |a| (both
- * at most 127 in magnitude), so no offset and no correction table: the
- * tables per 64 values are |a| and a 64-bit mask, not a and a correction. */
-QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_ws *ws, const int8_t *xa, size_t b) {
-    if (gi_w4(f)) {
-        __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f);
-        acc = qk4_dot(acc, _mm512_and_si512(v, m), ws->ae[b]);
-        return qk4_dot(acc, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), ws->ao[b]);
-    }
+/* acc + the dot of 128 4-bit codes (v: low nibbles one plane, high nibbles the
+ * other) with the activation planes of block b. */
+QK_INLINE __m512i gi_nib_dot(gi_fmt f, __m512i acc, __m512i v, const gi_ws *ws, size_t b) {
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    __m512i lo = _mm512_and_si512(v, m), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+    if (!gi_off(f)) return qk4_dot(qk4_dot(acc, lo, ws->ae[b]), hi, ws->ao[b]);
+    const __m512i eight = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
+    lo = _mm512_sub_epi8(lo, eight), hi = _mm512_sub_epi8(hi, eight);
+    acc = qk8_sdot(acc, ws->ae[b], _mm512_mask_sub_epi8(lo, ws->neg[2 * b], z, lo));
+    return qk8_sdot(acc, ws->ao[b], _mm512_mask_sub_epi8(hi, ws->neg[2 * b + 1], z, hi));
+}
+
+/* Σ q·a of block b of the segment (plus `acc`), row codes at `p` (the block's
+ * first byte). */
+QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_ws *ws, size_t b) {
+    if (gi_w4(f)) return gi_nib_dot(f, acc, _mm512_loadu_si512(p), ws, b);
     if (gi_w8(f)) {
         __m512i w = f == GI_W8S ? _mm512_loadu_si512(p) : gi_q8_0_codes(p, 1);
         return qk8_sdot(acc, ws->aa[b], _mm512_mask_sub_epi8(w, ws->neg[b], _mm512_setzero_si512(), w));
     }
-    (void)xa;
     /* q4_0, four blocks (72 bytes): block i's 16 code bytes in 128-bit lane
      * i, low nibbles elements 0-15. (One word permute of the 64-byte loads
      * at p and p + 8 does the same in fewer instructions but ran a quarter
@@ -365,14 +373,8 @@ QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_w
     v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 20)), 1);
     v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 38)), 2);
     v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 56)), 3);
-    __m512i m = _mm512_set1_epi8(0x0f);
-    acc = qk4_dot(acc, _mm512_and_si512(v, m), ws->ae[b]);
-    return qk4_dot(acc, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), ws->ao[b]);
+    return gi_nib_dot(f, acc, v, ws, b);
 }
-
-/* The starting accumulator of block or group i: its lane correction (zero
- * for 8-bit weights and for w4a, whose codes carry no offset). */
-QK_INLINE __m512i gi_corr(gi_fmt f, const gi_ws *ws, size_t i) { return gi_off(f) && !gi_w8(f) ? ws->corr[i] : _mm512_setzero_si512(); }
 
 QK_INLINE size_t gi_blk_bytes(gi_fmt f) { return gi_w4(f) ? 64 : f == GI_W8S ? 64 : f == GI_Q4_0 ? 4 * QK_Q4_0_BYTES : 2 * QK_Q8_0_BYTES; }
 
@@ -421,8 +423,8 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            __m512i d0 = gi_blk_dot(f, gi_corr(f, ws, b), p, ws, xq->codes + k0 + b * B, b);
-            __m512i d1 = gi_blk_dot(f, gi_corr(f, ws, b + 1), p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
+            __m512i d0 = gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b);
+            __m512i d1 = gi_blk_dot(f, _mm512_setzero_si512(), p + bb, ws, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             idx = _mm512_add_epi32(idx, step);
             acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
@@ -431,7 +433,7 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            __m512i d0 = gi_blk_dot(f, gi_corr(f, ws, b), p, ws, xq->codes + k0 + b * B, b);
+            __m512i d0 = gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
         }
@@ -456,18 +458,18 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
                 acc = gi_min_fma(w, n * ng + j, nj, qk512_load16_ps(xq->scales + j, nj), xq->sums + j, acc);
             }
         }
-        __m512i d0 = gi_corr(f, ws, jj), d1 = _mm512_setzero_si512();
+        __m512i d0 = _mm512_setzero_si512(), d1 = d0;
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
-            d1 = gi_blk_dot(f, d1, p + bb, ws, xq->codes + k0 + (b + 1) * B, b + 1);
+            d0 = gi_blk_dot(f, d0, p, ws, b);
+            d1 = gi_blk_dot(f, d1, p + bb, ws, b + 1);
         }
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            d0 = gi_blk_dot(f, d0, p, ws, xq->codes + k0 + b * B, b);
+            d0 = gi_blk_dot(f, d0, p, ws, b);
             b++, p += bb;
         }
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
@@ -499,7 +501,7 @@ QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
         size_t seg = pair ? GI_SEG : GI_SEG / a->group * a->group;
         for (size_t k0 = 0; k0 < a->K; k0 += seg) {
             size_t len = a->K - k0 < seg ? a->K - k0 : seg;
-            gi_prep(f, a->xq, k0, len, a->group, ws);
+            gi_prep(f, a->xq, k0, len, ws);
             if (pair && a->group == 32) /* a constant g: no divisions in the loops */
                 for (size_t n = 0; n < a->N; n++) {
                     float v = gi_seg_pair(f, a, ws, n, k0, len, 32);
