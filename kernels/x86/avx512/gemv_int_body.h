@@ -290,24 +290,28 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
  * elements 8l..8l+7 from two dot products with no widening shuffle (lanes
  * 4j..4j+3 are group j at g = 32).
  *
- * Weights stored with an offset (w4s and q4_0: code = q + 8; int8: q) are
- * not multiplied as codes: q takes the activation's sign and meets |a|
- * (both at most 127 in magnitude), an exact u8·s8 product with no offset to
- * remove. The tables are then |a| and a 64-bit sign mask per 64 values,
- * about as large as the activations themselves: a per-lane correction
- * table beside them (a third more on 4-bit rows) no longer fit in L1 with
- * the weight stream on 14336-long rows. */
+ * The int8 formats and w4s (code = q + 8) do not multiply codes: q takes
+ * the activation's sign and meets |a| (both at most 127 in magnitude), an
+ * exact u8·s8 product with no offset to remove. Their tables are |a| and a
+ * 64-bit sign mask per 64 values, about as large as the activations: a
+ * per-lane correction table beside them (a third more on 4-bit rows) did not
+ * fit in L1 with the weight stream on 14336-long rows. q4_0 (also q + 8)
+ * keeps the codes and the correction: it spends 4 more instructions per
+ * 128 values assembling its blocks, and 4 more for the signs made it slower. */
 enum { GI_SEG = 16384 };
 
 typedef struct gi_ws {
     union {
         __m512i aa[GI_SEG / 64]; /* 8-bit formats: |a| of each 64-value block */
-        struct {                 /* 4-bit formats: the two planes of each 128-value block (w4a: a; w4s, q4_0: |a|) */
+        struct {                 /* 4-bit formats, per 128-value block: the two planes (w4s: |a|; w4a, q4_0: a) */
             __m512i ae[GI_SEG / 128], ao[GI_SEG / 128];
+            __m512i corr[GI_SEG / 128]; /* q4_0: -8·(the activations of each lane) */
         };
     };
-    __mmask64 neg[GI_SEG / 64]; /* the sign bits of each 64-value block (4-bit formats: plane 2b, 2b + 1 of block b) */
+    __mmask64 neg[GI_SEG / 64]; /* the sign bits of each 64-value block (w4s: planes 2b, 2b + 1 of block b) */
 } gi_ws;
+
+QK_INLINE int gi_signed(gi_fmt f) { return f != GI_W4A && f != GI_Q4_0; }
 
 QK_INLINE int gi_w4(gi_fmt f) { return f == GI_W4S || f == GI_W4A; }
 QK_INLINE int gi_w8(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
@@ -336,12 +340,13 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *w
             e = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_and_si512(x0, even), _mm512_and_si512(x1, even)));
             o = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8)));
         }
-        if (gi_off(f)) {
+        if (gi_signed(f)) {
             ws->ae[b] = _mm512_abs_epi8(e), ws->ao[b] = _mm512_abs_epi8(o);
             ws->neg[2 * b] = _mm512_movepi8_mask(e), ws->neg[2 * b + 1] = _mm512_movepi8_mask(o);
         } else {
             ws->ae[b] = e, ws->ao[b] = o;
         }
+        if (f == GI_Q4_0) ws->corr[b] = _mm512_sub_epi32(_mm512_setzero_si512(), qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), 8, e), 8, o));
     }
 }
 
@@ -350,7 +355,7 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *w
 QK_INLINE __m512i gi_nib_dot(gi_fmt f, __m512i acc, __m512i v, const gi_ws *ws, size_t b) {
     const __m512i m = _mm512_set1_epi8(0x0f);
     __m512i lo = _mm512_and_si512(v, m), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-    if (!gi_off(f)) return qk4_dot(qk4_dot(acc, lo, ws->ae[b]), hi, ws->ao[b]);
+    if (!gi_signed(f)) return qk4_dot(qk4_dot(acc, lo, ws->ae[b]), hi, ws->ao[b]);
     const __m512i eight = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
     lo = _mm512_sub_epi8(lo, eight), hi = _mm512_sub_epi8(hi, eight);
     acc = qk8_sdot(acc, ws->ae[b], _mm512_mask_sub_epi8(lo, ws->neg[2 * b], z, lo));
@@ -360,6 +365,7 @@ QK_INLINE __m512i gi_nib_dot(gi_fmt f, __m512i acc, __m512i v, const gi_ws *ws, 
 /* Σ q·a of block b of the segment (plus `acc`), row codes at `p` (the block's
  * first byte). */
 QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_ws *ws, size_t b) {
+    if (f == GI_Q4_0) acc = _mm512_add_epi32(acc, ws->corr[b]);
     if (gi_w4(f)) return gi_nib_dot(f, acc, _mm512_loadu_si512(p), ws, b);
     if (gi_w8(f)) {
         __m512i w = f == GI_W8S ? _mm512_loadu_si512(p) : gi_q8_0_codes(p, 1);
