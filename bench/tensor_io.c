@@ -640,7 +640,7 @@ static int parse_npy(const uint8_t *buf, size_t len, qk_tfile *f, char *err, siz
         return fail(err, errlen, ".npy dtype '%s' is not supported (float16, float32 and float64 are read)", shown(descr, db));
     }
     if ((t.fortran & 1) && t.ndim > 2) return fail(err, errlen, "Fortran-order .npy arrays of more than 2 dimensions are not supported");
-    snprintf(t.dtype, sizeof t.dtype, "%s", descr);
+    snprintf(t.dtype, sizeof t.dtype, "%.15s", descr); /* 3 characters here */
     uint64_t count = 1, bytes;
     for (int i = 0; i < t.ndim; i++)
         if (mul_ovf(count, t.shape[i], &count)) return fail(err, errlen, ".npy shape's element count overflows 64 bits");
