@@ -194,19 +194,39 @@ QK_INLINE void w4t_rows(const qk_matmul_args *a, const float *xt, size_t n0, siz
     for (size_t r = 0; r < nr; r++) a->y[n0 + r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-/* w4a: y[n] += Σ_j m[n][j]·(Σ of x over group j), xg holding those sums. */
-static void w4t_min_term(const qk_matmul_args *a, const float *xg) {
+/* w4a: y[n] += Σ_j m[n][j]·(Σ of x over group j), xg holding those sums.
+ * Eight rows at a time: one accumulator per row, so the FMAs of a short row
+ * (ng = 32 at g = 128 on K = 4096: two) do not wait on each other and the
+ * pass runs at the speed of reading the offsets, not at FMA latency per row;
+ * the offsets are prefetched 4 KiB ahead (they are one linear stream). One
+ * thread, cold, A/B against a plain read of the same buffers: w4a g = 32
+ * 14336x4096 72% -> 88% of the read (the pass alone had run at ~12-27 GB/s). */
+QK_INLINE void w4t_min_rows(const qk_matmul_args *a, const float *xg, size_t n0, size_t nr, qk_scale_type st) {
     const qk_qmat *w = a->w;
     size_t ng = a->K / a->group;
-    for (size_t n = 0; n < a->N; n++) {
-        __m512 acc = _mm512_setzero_ps();
-        for (size_t j = 0; j < ng; j += 16) {
-            size_t nj = ng - j;
-            __m512 mv = w->scale_type == QK_SCALE_F16 ? qk512_load16_ph((const uint16_t *)w->mins + n * ng + j, nj)
-                                                      : qk512_load16_ps((const float *)w->mins + n * ng + j, nj);
-            acc = _mm512_fmadd_ps(mv, qk512_load16_ps(xg + j, nj), acc);
+    __m512 acc[8];
+    for (size_t r = 0; r < nr; r++) acc[r] = _mm512_setzero_ps();
+    for (size_t j = 0; j < ng; j += 16) {
+        size_t nj = ng - j;
+        __m512 xv = qk512_load16_ps(xg + j, nj);
+        for (size_t r = 0; r < nr; r++) {
+            size_t i = (n0 + r) * ng + j;
+            _mm_prefetch((const char *)w->mins + i * (st == QK_SCALE_F16 ? 2 : 4) + 4096, _MM_HINT_T0);
+            __m512 mv = st == QK_SCALE_F16 ? qk512_load16_ph((const uint16_t *)w->mins + i, nj) : qk512_load16_ps((const float *)w->mins + i, nj);
+            acc[r] = _mm512_fmadd_ps(mv, xv, acc[r]);
         }
-        a->y[n] += _mm512_reduce_add_ps(acc);
+    }
+    for (size_t r = 0; r < nr; r++) a->y[n0 + r] += _mm512_reduce_add_ps(acc[r]);
+}
+
+static void w4t_min_term(const qk_matmul_args *a, const float *xg) {
+    size_t n = 0;
+    if (a->w->scale_type == QK_SCALE_F16) {
+        for (; n + 8 <= a->N; n += 8) w4t_min_rows(a, xg, n, 8, QK_SCALE_F16);
+        for (; n < a->N; n++) w4t_min_rows(a, xg, n, 1, QK_SCALE_F16);
+    } else {
+        for (; n + 8 <= a->N; n += 8) w4t_min_rows(a, xg, n, 8, QK_SCALE_F32);
+        for (; n < a->N; n++) w4t_min_rows(a, xg, n, 1, QK_SCALE_F32);
     }
 }
 
