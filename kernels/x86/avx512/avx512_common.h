@@ -62,21 +62,29 @@ static inline __m512 qk512_store_scales(void *p, size_t i, qk_scale_type st, __m
 }
 
 /* Transposed reduction: lane i of the result is the reduction of v[i]
- * (16 vectors -> one vector of 16 horizontal results, 45 instructions). */
+ * (16 vectors -> one vector of 16 horizontal results, 15 ops and 30
+ * shuffles). The two levels within 128-bit lanes (unpacks, which run on
+ * every vector pipe of Zen 4/5) come first, when there are 8 and 4 pairs to
+ * combine; the two cross-lane levels (vshuff32x4, two pipes shared with the
+ * FP min/max/compares) come last, with 2 and 1 pairs: 24 in-lane and 6
+ * cross-lane shuffles instead of 6 and 24.
+ * Step by step: u(a,b,c,d) combines 4 vectors so that 32-bit slot q of every
+ * 128-bit lane holds a partial of input q; fin(u0..u3) finishes, lane
+ * 4j + q from input q of u_j:
+ * name(v) == name##_fin(name##_u(v0, v1, v2, v3), name##_u(v4, .., v7),
+ *                       name##_u(v8, .., v11), name##_u(v12, .., v15)). */
 #define QK512_DEFINE_REDUCE16(name, T, OP, SH, UL32, UH32, UL64, UH64)                                       \
+    static inline __attribute__((always_inline)) T name##_u(T a, T b, T c, T d) {                           \
+        T ab = OP(UL32(a, b), UH32(a, b)), cd = OP(UL32(c, d), UH32(c, d)); /* slots a b a b | c d c d */   \
+        return OP(UL64(ab, cd), UH64(ab, cd));                              /* slots a b c d */             \
+    }                                                                                                       \
+    static inline __attribute__((always_inline)) T name##_fin(T u0, T u1, T u2, T u3) {                     \
+        T w0 = OP(SH(u0, u1, 0x88), SH(u0, u1, 0xDD)), w1 = OP(SH(u2, u3, 0x88), SH(u2, u3, 0xDD));         \
+        return OP(SH(w0, w1, 0x88), SH(w0, w1, 0xDD));                                                      \
+    }                                                                                                       \
     static inline __attribute__((always_inline)) T name(const T *v) {                                       \
-        /* w_a: 128-bit chunks 0,1 hold group a, chunks 2,3 group a+4 */                                    \
-        T w0 = OP(SH(v[0], v[4], 0x44), SH(v[0], v[4], 0xEE)), w1 = OP(SH(v[1], v[5], 0x44), SH(v[1], v[5], 0xEE)); \
-        T w2 = OP(SH(v[2], v[6], 0x44), SH(v[2], v[6], 0xEE)), w3 = OP(SH(v[3], v[7], 0x44), SH(v[3], v[7], 0xEE)); \
-        T w8 = OP(SH(v[8], v[12], 0x44), SH(v[8], v[12], 0xEE)), w9 = OP(SH(v[9], v[13], 0x44), SH(v[9], v[13], 0xEE)); \
-        T wa = OP(SH(v[10], v[14], 0x44), SH(v[10], v[14], 0xEE));                                          \
-        T wb = OP(SH(v[11], v[15], 0x44), SH(v[11], v[15], 0xEE));                                          \
-        /* u_i: chunk c holds group i + 4c */                                                               \
-        T u0 = OP(SH(w0, w8, 0x88), SH(w0, w8, 0xDD)), u1 = OP(SH(w1, w9, 0x88), SH(w1, w9, 0xDD));         \
-        T u2 = OP(SH(w2, wa, 0x88), SH(w2, wa, 0xDD)), u3 = OP(SH(w3, wb, 0x88), SH(w3, wb, 0xDD));         \
-        T ab = OP(UL32(u0, u1), UH32(u0, u1));                                                              \
-        T cd = OP(UL32(u2, u3), UH32(u2, u3));                                                              \
-        return OP(UL64(ab, cd), UH64(ab, cd));                                                              \
+        return name##_fin(name##_u(v[0], v[1], v[2], v[3]), name##_u(v[4], v[5], v[6], v[7]),                \
+                          name##_u(v[8], v[9], v[10], v[11]), name##_u(v[12], v[13], v[14], v[15]));         \
     }
 
 #define QK512_SHI(a, b, imm) _mm512_shuffle_i32x4(a, b, imm)
@@ -93,26 +101,6 @@ QK512_DEFINE_REDUCE16(qk512_reduce16_max_ps, __m512, _mm512_max_ps, QK512_SHF, _
                       QK512_UL64PS, QK512_UH64PS)
 QK512_DEFINE_REDUCE16(qk512_reduce16_add_ps, __m512, _mm512_add_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,
                       QK512_UL64PS, QK512_UH64PS)
-
-/* The same reduction in two steps, so that a caller can reduce groups as it
- * makes them (few live registers instead of 16 vectors spilled):
- * name(v) == name##_fin(name##_u(v0, v4, v8, v12), name##_u(v1, v5, v9, v13),
- *                       name##_u(v2, v6, v10, v14), name##_u(v3, v7, v11, v15)). */
-#define QK512_DEFINE_REDUCE16_STEPS(name, T, OP, SH, UL32, UH32, UL64, UH64)                                \
-    static inline __attribute__((always_inline)) T name##_u(T a, T b, T c, T d) {                           \
-        T w = OP(SH(a, b, 0x44), SH(a, b, 0xEE)), x = OP(SH(c, d, 0x44), SH(c, d, 0xEE));                   \
-        return OP(SH(w, x, 0x88), SH(w, x, 0xDD));                                                          \
-    }                                                                                                       \
-    static inline __attribute__((always_inline)) T name##_fin(T u0, T u1, T u2, T u3) {                     \
-        T ab = OP(UL32(u0, u1), UH32(u0, u1)), cd = OP(UL32(u2, u3), UH32(u2, u3));                         \
-        return OP(UL64(ab, cd), UH64(ab, cd));                                                              \
-    }
-QK512_DEFINE_REDUCE16_STEPS(qk512_reduce16_max_epu32, __m512i, _mm512_max_epu32, QK512_SHI, _mm512_unpacklo_epi32,
-                            _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
-QK512_DEFINE_REDUCE16_STEPS(qk512_reduce16_min_ps, __m512, _mm512_min_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,
-                            QK512_UL64PS, QK512_UH64PS)
-QK512_DEFINE_REDUCE16_STEPS(qk512_reduce16_max_ps, __m512, _mm512_max_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,
-                            QK512_UL64PS, QK512_UH64PS)
 
 /// Max over g floats of (bits & 0x7fffffff), lane-wise: as floats, |x|'s
 /// maximum (fmaxf order); >= 0x7f800000 iff the group holds NaN or Inf.

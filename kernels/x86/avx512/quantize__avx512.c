@@ -294,10 +294,8 @@ static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat
 
 /* Min and max of each of n <= 16 groups of 32 (group b in lane b; groups past
  * n read as zeros), groups 4i..4i+3 reduced as soon as they are made
- * (qk512_reduce16_*_u, in the slots of groups i, i+4, i+8, i+12: lane i + 4c
- * gets group 4i + c, put in order by one permute at the end), not 32 vectors
- * kept (spilled) for two reductions. min/max may drop a NaN: the lanes of
- * unordered compares are returned. */
+ * (qk512_reduce16_*_u), not 32 vectors kept (spilled) for two reductions.
+ * min/max may drop a NaN: the lanes of unordered compares are returned. */
 QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m512 *mx) {
     __m512 umn[4], umx[4];
     __mmask16 nan = 0;
@@ -315,9 +313,8 @@ QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m
         umn[i] = qk512_reduce16_min_ps_u(vmn[0], vmn[1], vmn[2], vmn[3]);
         umx[i] = qk512_reduce16_max_ps_u(vmx[0], vmx[1], vmx[2], vmx[3]);
     }
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    *mn = _mm512_permutexvar_ps(order, qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]));
-    *mx = _mm512_permutexvar_ps(order, qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]));
+    *mn = qk512_reduce16_min_ps_fin(umn[0], umn[1], umn[2], umn[3]);
+    *mx = qk512_reduce16_max_ps_fin(umx[0], umx[1], umx[2], umx[3]);
     return nan;
 }
 
