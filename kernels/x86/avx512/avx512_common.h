@@ -93,6 +93,8 @@ static inline __m512 qk512_store_scales(void *p, size_t i, qk_scale_type st, __m
 #define QK512_UH64PS(a, b) _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 QK512_DEFINE_REDUCE16(qk512_reduce16_max_epu32, __m512i, _mm512_max_epu32, QK512_SHI, _mm512_unpacklo_epi32,
                       _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
+QK512_DEFINE_REDUCE16(qk512_reduce16_max_epi32, __m512i, _mm512_max_epi32, QK512_SHI, _mm512_unpacklo_epi32,
+                      _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
 QK512_DEFINE_REDUCE16(qk512_reduce16_add_epi32, __m512i, _mm512_add_epi32, QK512_SHI, _mm512_unpacklo_epi32,
                       _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
 QK512_DEFINE_REDUCE16(qk512_reduce16_min_ps, __m512, _mm512_min_ps, QK512_SHF, _mm512_unpacklo_ps, _mm512_unpackhi_ps,

@@ -318,18 +318,50 @@ QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m
     return nan;
 }
 
-/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
- * the offsets and scales stored, 1/d in ids and the stored min in ms.
- * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
- * the general path), else the groups to quantize. */
-QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+/* Largest bit pattern of each of 16 groups of a fixed g (a multiple of 32,
+ * <= 256) as signed (*smax) and as unsigned (*umax) int32: integer max runs
+ * on all four vector pipes, FP min/max on two (shared with the codes' sub,
+ * add and convert). As signed int32 the positive floats come in order above
+ * the negative ones, so smax is the group's largest float when it holds a
+ * value with the sign bit clear; as unsigned the negative floats come in
+ * order of magnitude above the positive ones, so umax is the smallest float
+ * when it holds one with the sign bit set. NaN/Inf make smax >= 0x7f800000
+ * or umax >= 0xff800000 (as unsigned). */
+QK_INLINE void maxbits16(const float *const *p, size_t g, __m512i *smax, __m512i *umax) {
+    __m512i us[4], uu[4];
+#pragma GCC unroll 4
+    for (size_t i = 0; i < 4; i++) {
+        __m512i vs[4], vu[4];
+#pragma GCC unroll 4
+        for (size_t c = 0; c < 4; c++) {
+            const float *x = p[4 * i + c];
+            __m512i v0 = _mm512_castps_si512(_mm512_loadu_ps(x)), v1 = _mm512_castps_si512(_mm512_loadu_ps(x + 16));
+            __m512i s = _mm512_max_epi32(v0, v1), u = _mm512_max_epu32(v0, v1);
+            for (size_t k = 32; k < g; k += 32) {
+                v0 = _mm512_castps_si512(_mm512_loadu_ps(x + k));
+                v1 = _mm512_castps_si512(_mm512_loadu_ps(x + k + 16));
+                s = _mm512_max_epi32(s, _mm512_max_epi32(v0, v1));
+                u = _mm512_max_epu32(u, _mm512_max_epu32(v0, v1));
+            }
+            vs[c] = s;
+            vu[c] = u;
+        }
+        us[i] = qk512_reduce16_max_epi32_u(vs[0], vs[1], vs[2], vs[3]);
+        uu[i] = qk512_reduce16_max_epu32_u(vu[0], vu[1], vu[2], vu[3]);
+    }
+    *smax = qk512_reduce16_max_epi32_fin(us[0], us[1], us[2], us[3]);
+    *umax = qk512_reduce16_max_epu32_fin(uu[0], uu[1], uu[2], uu[3]);
+}
+
+/* Pass 1 over 16 groups with FP min/max (any signs): for the chunks where a
+ * group has values of one sign only. */
+static __mmask16 w4a_stats_fp(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
     __m512 lo, hi;
     __mmask16 nan = 0;
     if (g == 32) {
         nan = minmax32x16(p, CHUNK, &lo, &hi);
     } else {
         __m512 vmn[CHUNK], vmx[CHUNK];
-#pragma GCC unroll 16
         for (size_t i = 0; i < CHUNK; i++) {
             __m512 v0 = _mm512_loadu_ps(p[i]), v1 = _mm512_loadu_ps(p[i] + 16);
             __m512 mn = _mm512_min_ps(v0, v1), mx = _mm512_max_ps(v0, v1);
@@ -344,13 +376,27 @@ QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *ou
             vmn[i] = mn;
             vmx[i] = mx;
         }
-        if (nan || _mm512_fpclass_ps_mask(qk512_reduce16_min_ps(vmn), 0x18) | _mm512_fpclass_ps_mask(qk512_reduce16_max_ps(vmx), 0x18))
-            return 0;
-        return w4a_scales_of(vmn, vmx, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+        lo = qk512_reduce16_min_ps(vmn);
+        hi = qk512_reduce16_max_ps(vmx);
     }
     /* NaN seen by the unordered compares; ±Inf ends up in a min or a max */
     if (nan || _mm512_fpclass_ps_mask(lo, 0x18) | _mm512_fpclass_ps_mask(hi, 0x18)) return 0;
     return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+}
+
+/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
+ * the offsets and scales stored, 1/d in ids and the stored min in ms.
+ * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
+ * the general path), else the groups to quantize. The min and max come from
+ * the integer order of the bits (maxbits16) when every group holds values
+ * of both signs, else from w4a_stats_fp. */
+QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+    __m512i smax, umax;
+    maxbits16(p, g, &smax, &umax);
+    if (_mm512_cmpge_epi32_mask(smax, _mm512_set1_epi32(0x7f800000)) | _mm512_cmpge_epu32_mask(umax, _mm512_set1_epi32((int)0xff800000u)))
+        return 0; /* NaN or Inf */
+    if (_mm512_movepi32_mask(smax) | (__mmask16)~_mm512_movepi32_mask(umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
+    return w4a_scales(_mm512_castsi512_ps(umax), _mm512_castsi512_ps(smax), CHUNK, 0, p, g, out, G0, ids, ms, bad);
 }
 
 /* Pass 2 over 16 groups: the codes. */
