@@ -65,6 +65,21 @@
         }                                                                                                                         \
     } while (0)
 
+/* The next n groups' pointers (as QD_GROUP_PTRS) from the chunk's first
+ * group G0: when every chunk is full and none crosses a row (contig:
+ * ng % CHUNK == 0) they are base + i·g, a few vector instructions instead of
+ * a walk of (row, column) with a multiply and a branch per group (which
+ * quantize_blocks, its n not a constant, does not unroll). */
+#define QD_PTRS(x, ldx, g, ng, r, j, n, p, contig, G0)                                                                             \
+    do {                                                                                                                          \
+        if (contig) {                                                                                                             \
+            const float *b_ = (x) + ((G0) / (ng)) * (ldx) + ((G0) % (ng)) * (g);                                                  \
+            for (size_t i_ = 0; i_ < CHUNK; i_++) (p)[i_] = b_ + i_ * (g);                                                        \
+        } else {                                                                                                                  \
+            QD_GROUP_PTRS(x, ldx, g, ng, r, j, n, p);                                                                             \
+        }                                                                                                                         \
+    } while (0)
+
 #ifdef QD_WEIGHTS
 
 /* Inputs of at least STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
@@ -244,13 +259,14 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
     uint16_t hs[2][CHUNK];
     qd_mask live[2];
     size_t n0 = total < CHUNK ? total : CHUNK;
-    QD_GROUP_PTRS(x, ldx, 32, nb, &r, &j, n0, p[0]);
+    const int contig = nb % CHUNK == 0; /* then every chunk is full */
+    QD_PTRS(x, ldx, 32, nb, &r, &j, n0, p[0], contig, 0);
     live[0] = block_stats(p[0], n0, q4, ids[0], hs[0], &bad);
     for (size_t B0 = 0; B0 < total; B0 += CHUNK) {
         size_t cur = (B0 / CHUNK) & 1, nxt = cur ^ 1, n = total - B0 < CHUNK ? total - B0 : CHUNK;
         if (B0 + CHUNK < total) {
             size_t nn = total - B0 - CHUNK < CHUNK ? total - B0 - CHUNK : CHUNK;
-            QD_GROUP_PTRS(x, ldx, 32, nb, &r, &j, nn, p[nxt]);
+            QD_PTRS(x, ldx, 32, nb, &r, &j, nn, p[nxt], contig, B0 + CHUNK);
             live[nxt] = block_stats(p[nxt], nn, q4, ids[nxt], hs[nxt], &bad);
         }
         block_emit(p[cur], n, q4, out->codes, B0, ids[cur], hs[cur], live[cur]);
