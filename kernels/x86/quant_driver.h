@@ -22,6 +22,8 @@
  *   w4a_emit(p, g, clamp, out, G0, ids, ms, nt)           pass 2, fixed g
  *   w4a_general(p, n, g, out, G0, bad)                    any g, n <= CHUNK groups
  *   QD_W4A_CLAMP              1 when w4a_emit needs a separate f16-scale (clamping) variant
+ *   QD_SYM_PTRS_AHEAD         1: w4s/w8s make a chunk's group pointers an iteration before its
+ *                             pass 1 (base + i·g when chunks do not cross rows), 0: just before
  *   sym_fused(cur, nxt, g, codes, stats, w8, clamp, id, dst, nt) -> uint32_t
  *                             g % 64 == 0: when codes, pass 2 of group cur (codes with 1/scale
  *                             id to dst); when stats, pass 1 of group nxt in the same loop
@@ -98,6 +100,22 @@ QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
     size_t nfull = total / CHUNK, r = 0, j = 0;
     if (!nfull) return 0;
     int nt = use_stream(out);
+#if QD_SYM_PTRS_AHEAD
+    const float *p[3][CHUNK]; /* chunk c's pointers in p[c % 3], made an iteration before its pass 1 */
+    float ids[2][CHUNK];
+    qd_mask live[2];
+    const int contig = ng % CHUNK == 0;
+    QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0], contig, 0);
+    live[0] = sym_stats(p[0], g, qmax, out, 0, ids[0], bad);
+    if (nfull > 1) QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[1], contig, CHUNK);
+    for (size_t c = 0, pc = 0; c < nfull; c++, pc = pc == 2 ? 0 : pc + 1) {
+        size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+        if (c + 2 < nfull) QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[pf], contig, (c + 2) * CHUNK);
+        if (c + 1 < nfull) live[nxt] = sym_stats(p[pn], g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
+        if (live[cur] == QD_FULL) sym_emit(p[pc], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
+        else sym_partial(p[pc], g, w8, out, c * CHUNK, ids[cur], live[cur], bad); /* NaN/Inf in the chunk */
+    }
+#else
     const float *p[2][CHUNK];
     float ids[2][CHUNK];
     qd_mask live[2];
@@ -112,6 +130,7 @@ QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
         if (live[cur] == QD_FULL) sym_emit(p[cur], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
         else sym_partial(p[cur], g, w8, out, c * CHUNK, ids[cur], live[cur], bad); /* NaN/Inf in the chunk */
     }
+#endif
     if (nt) _mm_sfence();
     return nfull * CHUNK;
 }

@@ -549,6 +549,7 @@ QK_INLINE int w4a_fused(const float *cur, const float *nxt, size_t g, int codes,
 typedef int qd_mask;
 #define QD_GROUP_PTRS qk_avx2_group_ptrs
 #define QD_W4A_CLAMP 0
+#define QD_SYM_PTRS_AHEAD 0
 #define QD_WEIGHTS
 #define QD_TIER avx2
 #include "x86/quant_driver.h"
