@@ -318,8 +318,8 @@ QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m
     return nan;
 }
 
-/* Largest bit pattern of each of 16 groups of a fixed g (a multiple of 32,
- * <= 256) as signed (*smax) and as unsigned (*umax) int32: integer max runs
+/* Largest bit pattern of each of n <= 16 groups of a fixed g (a multiple of
+ * 32, <= 256; groups past n read as zeros) as signed (*smax) and as unsigned (*umax) int32: integer max runs
  * on all four vector pipes, FP min/max on two (shared with the codes' sub,
  * add and convert). As signed int32 the positive floats come in order above
  * the negative ones, so smax is the group's largest float when it holds a
@@ -327,13 +327,17 @@ QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m
  * order of magnitude above the positive ones, so umax is the smallest float
  * when it holds one with the sign bit set. NaN/Inf make smax >= 0x7f800000
  * or umax >= 0xff800000 (as unsigned). */
-QK_INLINE void maxbits16(const float *const *p, size_t g, __m512i *smax, __m512i *umax) {
+QK_INLINE void maxbits16(const float *const *p, size_t n, size_t g, __m512i *smax, __m512i *umax) {
     __m512i us[4], uu[4];
 #pragma GCC unroll 4
     for (size_t i = 0; i < 4; i++) {
         __m512i vs[4], vu[4];
 #pragma GCC unroll 4
         for (size_t c = 0; c < 4; c++) {
+            if (4 * i + c >= n) { /* groups past n read as zeros */
+                vs[c] = vu[c] = _mm512_setzero_si512();
+                continue;
+            }
             const float *x = p[4 * i + c];
             __m512i v0 = _mm512_castps_si512(_mm512_loadu_ps(x)), v1 = _mm512_castps_si512(_mm512_loadu_ps(x + 16));
             __m512i s = _mm512_max_epi32(v0, v1), u = _mm512_max_epu32(v0, v1);
@@ -392,7 +396,7 @@ static __mmask16 w4a_stats_fp(const float *const *p, size_t g, const qk_qmat *ou
  * of both signs, else from w4a_stats_fp. */
 QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
     __m512i smax, umax;
-    maxbits16(p, g, &smax, &umax);
+    maxbits16(p, CHUNK, g, &smax, &umax);
     if (_mm512_cmpge_epi32_mask(smax, _mm512_set1_epi32(0x7f800000)) | _mm512_cmpge_epu32_mask(umax, _mm512_set1_epi32((int)0xff800000u)))
         return 0; /* NaN or Inf */
     if (_mm512_movepi32_mask(smax) | (__mmask16)~_mm512_movepi32_mask(umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
@@ -442,9 +446,10 @@ static void block_heads(__mmask16 live, __m512 d, uint16_t *hs, int *bad) {
 }
 
 /* q4_0's d: the first value of largest magnitude in the block, with its sign
- * (+0 when all are zero), from the block's absmax A, max and min: +A when
- * max = A and min > -A, -A when min = -A and max < A. Both signs at A
- * (rare) take the first one by a search. */
+ * (+0 when all are zero), from the block's absmax A and two values mx, mn
+ * (the largest bits as signed and as unsigned int32) that equal +A exactly
+ * when +A is in the block and -A exactly when -A is: +A when only mx = A,
+ * -A when only mn = -A. Both signs at A (rare) take the first one by a search. */
 static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live, const float *const *p) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512 a = _mm512_castsi512_ps(amax), na = _mm512_sub_ps(_mm512_setzero_ps(), a);
@@ -470,17 +475,6 @@ static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live
     return v;
 }
 
-/* Largest |x| bit pattern of each of n <= 16 blocks (0 for the others). */
-static __m512i block_absbits(const float *const *p, size_t n) {
-    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
-    __m512i am[CHUNK];
-    for (size_t i = 0; i < CHUNK; i++)
-        am[i] = i < n ? _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab),
-                                         _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab))
-                      : _mm512_setzero_si512();
-    return qk512_reduce16_max_epu32(am);
-}
-
 /* Pass 1 over n <= 16 blocks: fp16 d in hs, 1/d in ids.
  * Returns the blocks to quantize. */
 QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
@@ -488,12 +482,16 @@ QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *
     __m512i amax;
     __m512 mx = _mm512_setzero_ps(), mn = mx;
     if (q4) {
-        /* Max and min of each block, the absmax being the larger magnitude of
-         * the two: two transposed reductions, not three. min/max may drop a
-         * NaN: a chunk holding one takes the absmax from the |x| bits. */
-        __mmask16 nan = minmax32x16(p, n, &mn, &mx);
-        amax = nan ? block_absbits(p, n)
-                   : _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(mx), ab), _mm512_and_si512(_mm512_castps_si512(mn), ab));
+        /* The largest bits as signed and as unsigned int32 (maxbits16): the
+         * absmax is the larger magnitude of the two whatever the signs (for a
+         * group of one sign both are its extreme), NaN/Inf give >= 0x7f800000;
+         * +A is in the block when the signed max is A, -A when the unsigned
+         * max is -A. Two transposed reductions, on integer pipes. */
+        __m512i smax, umax;
+        maxbits16(p, n, 32, &smax, &umax);
+        amax = _mm512_max_epu32(_mm512_and_si512(smax, ab), _mm512_and_si512(umax, ab));
+        mx = _mm512_castsi512_ps(smax);
+        mn = _mm512_castsi512_ps(umax);
     } else {
         __m512i am[CHUNK];
 #pragma GCC unroll 16
