@@ -25,6 +25,7 @@
  * y += Σ_j m_j·Σx_j afterwards, in a pass over the offsets alone (the group
  * sums of x formed once per call). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "x86/avx512/avx512_common.h"
 
@@ -420,7 +421,19 @@ QK_INLINE __m512 widen8(const uint8_t *p) { return _mm512_cvtepi32_ps(_mm512_cvt
  * (2 KiB ahead: 16% slower at g = 32). */
 enum { R8 = 8 };
 
-QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf) {
+/* The packed layout of qk_gemv_w8s_a32_1x8 (w8p): each block of R8 rows is
+ * one run of 32-value chunks, chunk c holding the R8 rows' values 32c..32c+31
+ * one row after the other (the last chunk zero-padded), so the kernel reads
+ * one sequential stream where the plain layout gives it R8 (a plain read of
+ * 8 interleaved rows reached 26-30 GB/s here, one stream 36-37). Rows past
+ * the last whole block are not packed: the kernel reads them plain. */
+#ifndef W8P_PF
+#define W8P_PF 24576 /* bytes ahead in the one stream: 2 KiB read 20-24 GB/s, 16-32 KiB 28-35 */
+#endif
+QK_INLINE size_t w8p_block_bytes(size_t K) { return (K + 31) / 32 * 32 * R8; }
+
+/* Rows n0..n0+nr-1; pk: their packed block (nr = R8), or NULL for the plain layout. */
+QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf, const uint8_t *pk) {
     const qk_qmat *w = a->w;
     size_t K = a->K, g = a->group, ng = K / g, ss = w->scale_type == QK_SCALE_F16 ? 2 : 4;
     const float *x = a->x;
@@ -438,28 +451,33 @@ QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf
                 size_t i = (n0 + r) * ng + j;
                 /* the scales a chunk further ahead than the codes (past the row's end, nr rows
                  * below): without it every chunk of scales is a demand miss from DRAM */
-                size_t jp = j + pf / g + 16;
-                _mm_prefetch((const char *)w->scales + (i + pf / g + 16 + (jp >= ng ? (nr - 1) * ng : 0)) * ss, _MM_HINT_T0);
+                size_t ahead = (pk ? pf / R8 : pf) / g + 16, jp = j + ahead; /* pf / R8: the rows' share of the packed stream */
+                _mm_prefetch((const char *)w->scales + (i + ahead + (jp >= ng ? (nr - 1) * ng : 0)) * ss, _MM_HINT_T0);
                 _mm512_storeu_ps(sc[r], w->scale_type == QK_SCALE_F16 ? qk512_load16_ph((const uint16_t *)w->scales + i, ng - j)
                                                                       : qk512_load16_ps((const float *)w->scales + i, ng - j));
             }
         for (size_t r = 0; r < nr; r++) part[r] = _mm512_setzero_ps();
         for (; k + 32 <= e; k += 32) {
             __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+            const uint8_t *c = pk ? pk + k * R8 : NULL; /* chunk k / 32 */
+            if (pk)
+                for (size_t l = 0; l < 32 * R8; l += 64) _mm_prefetch((const char *)c + pf + l, _MM_HINT_T0);
             for (size_t r = 0; r < nr; r++) {
-                if (k % 64 == 0) {
+                const uint8_t *p = pk ? c + 32 * r : codes[r] + k;
+                if (!pk && k % 64 == 0) {
                     size_t o = k + pf;
                     _mm_prefetch((const char *)codes[r] + o + (o >= w->row_bytes ? (nr - 1) * w->row_bytes : 0), _MM_HINT_T0);
                 }
-                part[r] = _mm512_fmadd_ps(widen8(codes[r] + k), x0, part[r]);
-                part[r] = _mm512_fmadd_ps(widen8(codes[r] + k + 16), x1, part[r]);
+                part[r] = _mm512_fmadd_ps(widen8(p), x0, part[r]);
+                part[r] = _mm512_fmadd_ps(widen8(p + 16), x1, part[r]);
             }
         }
         for (; k < e; k += 16) {
             __mmask16 m = qk512_mask16(e - k);
             __m512 x0 = _mm512_maskz_loadu_ps(m, x + k);
             for (size_t r = 0; r < nr; r++) {
-                __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, codes[r] + k)));
+                const uint8_t *p = pk ? pk + (k / 32) * 32 * R8 + 32 * r + k % 32 : codes[r] + k;
+                __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
                 part[r] = _mm512_fmadd_ps(q, x0, part[r]);
             }
         }
@@ -472,8 +490,32 @@ QK_INLINE void w8s_rows(const qk_matmul_args *a, size_t n0, size_t nr, size_t pf
 void qk_gemv_w8s_a32__avx512(const qk_matmul_args *a) {
     size_t n = 0;
     size_t pf = a->K <= 8192 ? 2048 : 1024;
-    for (; n + R8 <= a->N; n += R8) w8s_rows(a, n, R8, pf);
-    for (; n < a->N; n++) w8s_rows(a, n, 1, 1024);
+    for (; n + R8 <= a->N; n += R8) w8s_rows(a, n, R8, pf, NULL);
+    for (; n < a->N; n++) w8s_rows(a, n, 1, 1024, NULL);
+}
+
+size_t qk_gemv_w8s_a32_1x8__avx512_pack_size(const qk_qmat *w) {
+    size_t b = w->rows / R8 * w8p_block_bytes(w->cols);
+    return b ? b : 64;
+}
+
+void qk_gemv_w8s_a32_1x8__avx512_pack(const qk_qmat *w, void *packed) {
+    size_t K = w->cols, bb = w8p_block_bytes(K);
+    for (size_t n0 = 0; n0 + R8 <= w->rows; n0 += R8) {
+        uint8_t *blk = (uint8_t *)packed + n0 / R8 * bb;
+        memset(blk, 0, bb);
+        for (size_t r = 0; r < R8; r++)
+            for (size_t k = 0; k < K; k += 32)
+                memcpy(blk + k * R8 + 32 * r, w->codes + (n0 + r) * w->row_bytes + k, K - k < 32 ? K - k : 32);
+    }
+}
+
+size_t qk_gemv_w8s_a32_1x8__avx512_packed_offset(const qk_qmat *w, size_t n0) { return n0 / R8 * w8p_block_bytes(w->cols); }
+
+void qk_gemv_w8s_a32_1x8__avx512(const qk_matmul_args *a) {
+    size_t n = 0, bb = w8p_block_bytes(a->K);
+    for (; n + R8 <= a->N; n += R8) w8s_rows(a, n, R8, W8P_PF, (const uint8_t *)a->wp + n / R8 * bb);
+    for (; n < a->N; n++) w8s_rows(a, n, 1, 1024, NULL);
 }
 
 QK_INLINE void q8_0_rows(const qk_matmul_args *a, size_t n0, size_t nr) {
