@@ -932,18 +932,16 @@ static qk_status outlier_call(const qkb_case *c, qkb_res *r, int i) {
 double qkb_case_read_bw(qkb_case *c) {
     qkb_res *r = c->res;
     if (!r || !c->cold || (c->kind != QKB_QUANTIZE && c->kind != QKB_DEQUANTIZE && c->kind != QKB_MATMUL)) return 0;
-    qkb_region *reg = calloc((size_t)r->ncopies * 3, sizeof *reg);
+    qkb_region *reg = calloc((size_t)r->ncopies * 4, sizeof *reg);
     size_t n = 0;
     for (int i = 0; reg && i < r->ncopies; i++) {
-        if (c->kind == QKB_QUANTIZE) {
-            reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
-            continue;
-        }
         const qk_qmat *w = &r->w[i];
         size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4);
         reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};
         if (w->scales) reg[n++] = (qkb_region){w->scales, sb};
         if (w->mins) reg[n++] = (qkb_region){w->mins, sb};
+        if (c->kind == QKB_QUANTIZE) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
+        if (c->kind == QKB_DEQUANTIZE) reg[n++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
     }
     if (!r->pool) qkb_pin_self(0);
     double bw = reg ? qkb_read_regions_bw(r->pool, reg, n) : 0;

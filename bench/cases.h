@@ -109,10 +109,11 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen);
 /// One call of the timed operation (the next buffer copy when cold).
 /// 0, or -1 with a message in err.
 int qkb_case_call(qkb_case *c, char *err, size_t errlen);
-/// A plain read (the probe's loop, best of short trials) of the buffers a set-up cold
+/// A plain read (the probe's loop, median of 9 passes) of the buffers a set-up cold
 /// case streams, with its threads, each reading its share of every copy: the weight
-/// copies (codes, scales, offsets) of dequantize and matmul cases, the f32 inputs of
-/// quantize cases. Bytes/s; 0 for warm cases and other kinds.
+/// copies (codes, scales, offsets), and the f32 inputs of quantize or outputs of
+/// dequantize (its rotation is sized by inputs and outputs together, so reading the
+/// codes alone would be served by the LLC). Bytes/s; 0 for warm cases and other kinds.
 double qkb_case_read_bw(qkb_case *c);
 void qkb_case_teardown(qkb_case *c);
 /// Free the weight/data cache shared by consecutive cases.

@@ -100,25 +100,30 @@ static int sweep_sizes(double *s, size_t max) {
     return m;
 }
 
-/* Best of short timed trials of fn on every thread of pool (NULL: the calling thread
- * alone), each moving `bytes`, in bytes/s, after one untimed call. Trials are short
- * and many, so that one without preemption is likely even on a busy machine; it
- * stops early once the two best agree within 2%. */
-static double best_of_trials(qkb_pool *pool, qkb_task_fn fn, void *ctx, double bytes, double seconds) {
-    double best = 0, second = 0, t_end = qkb_seconds() + seconds;
-    for (int t = -1; t < 40; t++) {
+/* Short timed trials of fn on every thread of pool (NULL: the calling thread
+ * alone), each moving `bytes`, after one untimed call; bytes/s. best: the fastest
+ * trial, a limit (many short trials, so that one without preemption is likely
+ * even on a busy machine; it stops early once the two best agree within 2%);
+ * else the median of TYPICAL_TRIALS, what a plain read typically got then, to
+ * hold a median time against. */
+enum { TYPICAL_TRIALS = 9 };
+static double trials(qkb_pool *pool, qkb_task_fn fn, void *ctx, double bytes, double seconds, int best) {
+    double top = 0, second = 0, t_end = qkb_seconds() + seconds, all[40];
+    int n = 0;
+    for (int t = -1; t < (best ? 40 : TYPICAL_TRIALS); t++) {
         double t0 = qkb_seconds();
         if (pool) qkb_pool_run(pool, fn, ctx);
         else fn(ctx, 0, 1);
         double t1 = qkb_seconds();
         if (t < 0) continue;
         double bw = bytes / (t1 - t0);
-        if (bw > best) second = best, best = bw;
+        all[n++] = bw;
+        if (bw > top) second = top, top = bw;
         else if (bw > second) second = bw;
-        if (t >= 4 && second > 0.98 * best) break;
-        if (t >= 2 && t1 > t_end) break;
+        if (best && t >= 4 && second > 0.98 * top) break;
+        if (best && t >= 2 && t1 > t_end) break;
     }
-    return best;
+    return best ? top : median(all, n);
 }
 
 /* Read bandwidth (aggregate bytes/s) of `bytes` per thread: the first call brings
@@ -127,7 +132,7 @@ static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
     const double target = (quick ? 4 : 8) * MiB;
     j->bytes = bytes;
     j->passes = (size_t)ceil(target / (double)bytes);
-    return best_of_trials(pool, read_task, j, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12);
+    return trials(pool, read_task, j, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12, 1);
 }
 
 qkb_read_fn qkb_read_best(char *tier, size_t tn) {
@@ -175,7 +180,7 @@ double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
             bytes += (double)region_share(&r[i], t, threads, &p);
         }
     if (!j.read || bytes <= 0) return 0;
-    return best_of_trials(pool, regions_task, &j, bytes, 0.1);
+    return trials(pool, regions_task, &j, bytes, 0, 0);
 }
 
 /* The best read loop this CPU runs (its tier's name in tier) and one buffer of

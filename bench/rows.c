@@ -467,7 +467,7 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     }
     fprintf(f, "## Best variant per op and mode\n\nroofline = min(peak ops of the tier, bandwidth of the level the working set lives in × "
                "arithmetic intensity); the %% is the measured rate over it. Cold rows also give their rate over a plain read "
-               "(the probe's loop, same threads) of their own rotated buffers, right before and after the row (the larger): "
+               "(the probe's loop, same threads, median of 9 passes) of their own rotated buffers, right before and after the row (the larger): "
                "what DRAM gave at that moment, which on a shared machine can be far from the cached probe.\n\n");
     qkb_rows_table(f, rows, n, 1);
     fprintf(f, "\n");

@@ -24,8 +24,9 @@
 ///   roofline    fraction of roofline = roofline_s / median_s
 ///   bound       which limit sets the roofline: compute or memory
 ///   speedup_vs_scalar   median of the scalar variant of the same row / this median (0 if none)
-///   read_gbps   cold rows: a plain read (the probe's loop) of the row's own rotated buffers with its
-///               threads, right before and right after its repetitions, the larger (0: not measured)
+///   read_gbps   cold rows: a plain read (the probe's loop, median of 9 passes) of the row's own rotated
+///               buffers with its threads, right before and right after its repetitions, the larger
+///               (0: not measured)
 ///   of_read     gbps / read_gbps: the fraction of what this machine read from DRAM at that moment
 ///   headline    1 if the row is in the compact table
 ///   emulated    true if the CPU was emulated (qemu-user, ...): the timings are the emulator's
