@@ -350,16 +350,20 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *w
     }
 }
 
+/* acc + Σ4 q·a per dword from |a| and a's sign bits: q (|q| <= 127) takes the sign. */
+QK_INLINE __m512i gi_sign_dot(__m512i acc, __m512i abs_a, __mmask64 neg, __m512i q) {
+    return qk8_sdot(acc, abs_a, _mm512_mask_sub_epi8(q, neg, _mm512_setzero_si512(), q));
+}
+
 /* acc + the dot of 128 4-bit codes (v: low nibbles one plane, high nibbles the
  * other) with the activation planes of block b. */
 QK_INLINE __m512i gi_nib_dot(gi_fmt f, __m512i acc, __m512i v, const gi_ws *ws, size_t b) {
     const __m512i m = _mm512_set1_epi8(0x0f);
     __m512i lo = _mm512_and_si512(v, m), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
     if (!gi_signed(f)) return qk4_dot(qk4_dot(acc, lo, ws->ae[b]), hi, ws->ao[b]);
-    const __m512i eight = _mm512_set1_epi8(8), z = _mm512_setzero_si512();
-    lo = _mm512_sub_epi8(lo, eight), hi = _mm512_sub_epi8(hi, eight);
-    acc = qk8_sdot(acc, ws->ae[b], _mm512_mask_sub_epi8(lo, ws->neg[2 * b], z, lo));
-    return qk8_sdot(acc, ws->ao[b], _mm512_mask_sub_epi8(hi, ws->neg[2 * b + 1], z, hi));
+    const __m512i eight = _mm512_set1_epi8(8);
+    acc = gi_sign_dot(acc, ws->ae[b], ws->neg[2 * b], _mm512_sub_epi8(lo, eight));
+    return gi_sign_dot(acc, ws->ao[b], ws->neg[2 * b + 1], _mm512_sub_epi8(hi, eight));
 }
 
 /* Σ q·a of block b of the segment (plus `acc`), row codes at `p` (the block's
@@ -369,7 +373,7 @@ QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_w
     if (gi_w4(f)) return gi_nib_dot(f, acc, _mm512_loadu_si512(p), ws, b);
     if (gi_w8(f)) {
         __m512i w = f == GI_W8S ? _mm512_loadu_si512(p) : gi_q8_0_codes(p, 1);
-        return qk8_sdot(acc, ws->aa[b], _mm512_mask_sub_epi8(w, ws->neg[b], _mm512_setzero_si512(), w));
+        return gi_sign_dot(acc, ws->aa[b], ws->neg[b], w);
     }
     /* q4_0, four blocks (72 bytes): block i's 16 code bytes in 128-bit lane
      * i, low nibbles elements 0-15. (One word permute of the 64-byte loads
