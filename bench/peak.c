@@ -58,27 +58,27 @@ uint64_t qkb_read__scalar(const void *buf, size_t bytes) {
 }
 
 const qkb_peak_tier qkb_peak_tiers[] = {
-    {QK_TIER_SCALAR, qkb_peak_f32__scalar, qkb_peak_i8__scalar, "mulss+addss", "imul+add", qkb_read__scalar},
+    {QK_TIER_SCALAR, qkb_peak_f32__scalar, qkb_peak_i8__scalar, NULL, "mulss+addss", "imul+add", qkb_read__scalar},
 #if QK_HAVE_AVX2
-    {QK_TIER_AVX2, qkb_peak_f32__avx2, qkb_peak_i8__avx2, "vfmadd231ps ymm", "vpmaddubsw+vpmaddwd+vpaddd ymm", qkb_read__avx2},
+    {QK_TIER_AVX2, qkb_peak_f32__avx2, qkb_peak_i8__avx2, qkb_peak_i8g32__avx2, "vfmadd231ps ymm", "vpmaddubsw+vpmaddwd+vpaddd ymm", qkb_read__avx2},
 #endif
 #if QK_HAVE_AVXVNNI
-    {QK_TIER_AVXVNNI, qkb_peak_f32__avx2, qkb_peak_i8__avxvnni, "vfmadd231ps ymm", "vpdpbusd ymm (VEX)", NULL},
+    {QK_TIER_AVXVNNI, qkb_peak_f32__avx2, qkb_peak_i8__avxvnni, qkb_peak_i8g32__avxvnni, "vfmadd231ps ymm", "vpdpbusd ymm (VEX)", NULL},
 #endif
 #if QK_HAVE_AVX512
-    {QK_TIER_AVX512, qkb_peak_f32__avx512, qkb_peak_i8__avx512, "vfmadd231ps zmm", "vpmaddubsw+vpmaddwd+vpaddd zmm", qkb_read__avx512},
+    {QK_TIER_AVX512, qkb_peak_f32__avx512, qkb_peak_i8__avx512, qkb_peak_i8g32__avx512, "vfmadd231ps zmm", "vpmaddubsw+vpmaddwd+vpaddd zmm", qkb_read__avx512},
 #endif
 #if QK_HAVE_AVX512VNNI
-    {QK_TIER_AVX512VNNI, qkb_peak_f32__avx512, qkb_peak_i8__avx512vnni, "vfmadd231ps zmm", "vpdpbusd zmm", NULL},
+    {QK_TIER_AVX512VNNI, qkb_peak_f32__avx512, qkb_peak_i8__avx512vnni, qkb_peak_i8g32__avx512vnni, "vfmadd231ps zmm", "vpdpbusd zmm", NULL},
 #endif
 #if QK_HAVE_NEON
-    {QK_TIER_NEON, qkb_peak_f32__neon, qkb_peak_i8__neon, "fmla v.4s", "smull+sadalp", qkb_read__neon},
+    {QK_TIER_NEON, qkb_peak_f32__neon, qkb_peak_i8__neon, qkb_peak_i8g32__neon, "fmla v.4s", "smull+sadalp", qkb_read__neon},
 #endif
 #if QK_HAVE_NEONDOT
-    {QK_TIER_NEONDOT, qkb_peak_f32__neon, qkb_peak_i8__neondot, "fmla v.4s", "sdot v.4s", NULL},
+    {QK_TIER_NEONDOT, qkb_peak_f32__neon, qkb_peak_i8__neondot, qkb_peak_i8g32__neondot, "fmla v.4s", "sdot v.4s", NULL},
 #endif
 #if QK_HAVE_NEONI8MM
-    {QK_TIER_NEONI8MM, qkb_peak_f32__neon, qkb_peak_i8__neoni8mm, "fmla v.4s", "smmla", NULL},
+    {QK_TIER_NEONI8MM, qkb_peak_f32__neon, qkb_peak_i8__neoni8mm, qkb_peak_i8g32__neoni8mm, "fmla v.4s", "smmla", NULL},
 #endif
 };
 const size_t qkb_peak_tier_count = sizeof qkb_peak_tiers / sizeof qkb_peak_tiers[0];

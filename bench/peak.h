@@ -23,6 +23,7 @@ typedef struct qkb_peak_tier {
     qk_tier tier;
     qkb_peak_fn f32;  ///< f32 multiply-add (scalar: a multiply and an add)
     qkb_peak_fn i8;   ///< int8 dot (u8·s8 pairs into int32; scalar: int multiply-add)
+    qkb_peak_fn i8g32; ///< the same dot with W8A8's per-group rescale at g = 32 (NULL: none)
     const char *f32_insn, *i8_insn; ///< what the loops execute
     qkb_read_fn read; ///< NULL: use a lower tier's
 } qkb_peak_tier;
@@ -34,6 +35,7 @@ extern const size_t qkb_peak_tier_count;
 #define QKB_PEAK_DECL(tier)                                          \
     double qkb_peak_f32__##tier(uint64_t iters, volatile double *sink); \
     double qkb_peak_i8__##tier(uint64_t iters, volatile double *sink);  \
+    double qkb_peak_i8g32__##tier(uint64_t iters, volatile double *sink); \
     uint64_t qkb_read__##tier(const void *buf, size_t bytes);
 QKB_PEAK_DECL(scalar)
 QKB_PEAK_DECL(avx2)

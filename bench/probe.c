@@ -442,6 +442,11 @@ static int measure_peaks(qkb_limits *l, int progress) {
         p->i8_all = all ? measure_peak(all, pt->i8) : p->i8_1;
         if (p->f32_all < p->f32_1) p->f32_all = p->f32_1;
         if (p->i8_all < p->i8_1) p->i8_all = p->i8_1;
+        if (pt->i8g32) {
+            p->i8g32_1 = measure_peak(one, pt->i8g32);
+            p->i8g32_all = all ? measure_peak(all, pt->i8g32) : p->i8g32_1;
+            if (p->i8g32_all < p->i8g32_1) p->i8g32_all = p->i8g32_1;
+        }
     }
     if (progress) fprintf(stderr, "\r%40s\r", "");
     qkb_pool_destroy(one);
@@ -511,6 +516,10 @@ void qkb_limits_json(qkw *w, const qkb_limits *l) {
         qkw_knum(w, "f32_gflops_all", p->f32_all * 1e-9);
         qkw_knum(w, "i8_gops_1t", p->i8_1 * 1e-9);
         qkw_knum(w, "i8_gops_all", p->i8_all * 1e-9);
+        if (p->i8g32_1 > 0) {
+            qkw_knum(w, "i8_g32_gops_1t", p->i8g32_1 * 1e-9);
+            qkw_knum(w, "i8_g32_gops_all", p->i8g32_all * 1e-9);
+        }
         qkw_kstr(w, "f32_instructions", p->f32_insn);
         qkw_kstr(w, "i8_instructions", p->i8_insn);
         qkw_end_obj(w);
@@ -569,6 +578,8 @@ int qkb_limits_from_json(const qkj *p, qkb_limits *l) {
         q->f32_all = qkj_num(qkj_get(o, "f32_gflops_all"), 0) * 1e9;
         q->i8_1 = qkj_num(qkj_get(o, "i8_gops_1t"), 0) * 1e9;
         q->i8_all = qkj_num(qkj_get(o, "i8_gops_all"), 0) * 1e9;
+        q->i8g32_1 = qkj_num(qkj_get(o, "i8_g32_gops_1t"), 0) * 1e9;
+        q->i8g32_all = qkj_num(qkj_get(o, "i8_g32_gops_all"), 0) * 1e9;
         snprintf(q->f32_insn, sizeof q->f32_insn, "%s", qkj_str(qkj_get(o, "f32_instructions"), ""));
         snprintf(q->i8_insn, sizeof q->i8_insn, "%s", qkj_str(qkj_get(o, "i8_instructions"), ""));
     }
@@ -691,11 +702,15 @@ void qkb_limits_print(const qkb_limits *l, FILE *f) {
                 v->hwloc_size || v->from > 0 ? h : "", v->contradicted ? "  <- contradicted by the bandwidth curve" : "");
     }
     fprintf(f, "peaks (1 thread / %d cores)\n", l->ncores);
-    fprintf(f, "  %-11s %22s  %-18s %22s  %s\n", "tier", "f32 FMA GFLOP/s", "", "int8 dot GOP/s", "");
+    fprintf(f, "  %-11s %22s  %-18s %22s  %-31s %s\n", "tier", "f32 FMA GFLOP/s", "", "int8 dot GOP/s", "",
+            "at g = 32 with W8A8's rescale");
     for (int i = 0; i < l->npeaks; i++) {
         const qkb_peak *p = &l->peak[i];
-        fprintf(f, "  %-11s %10.1f / %9.1f  %-18s %10.1f / %9.1f  %s\n", qk_tier_name(p->tier), p->f32_1 * 1e-9,
-                p->f32_all * 1e-9, p->f32_insn, p->i8_1 * 1e-9, p->i8_all * 1e-9, p->i8_insn);
+        char g[48] = "-";
+        if (p->i8g32_1 > 0)
+            snprintf(g, sizeof g, "%.1f / %.1f (%.0f%%)", p->i8g32_1 * 1e-9, p->i8g32_all * 1e-9, 100 * p->i8g32_1 / p->i8_1);
+        fprintf(f, "  %-11s %10.1f / %9.1f  %-18s %10.1f / %9.1f  %-31s %s\n", qk_tier_name(p->tier), p->f32_1 * 1e-9,
+                p->f32_all * 1e-9, p->f32_insn, p->i8_1 * 1e-9, p->i8_all * 1e-9, p->i8_insn, g);
     }
 }
 

@@ -36,6 +36,7 @@ typedef struct qkb_peak {
     qk_tier tier;
     double f32_1, f32_all;
     double i8_1, i8_all;
+    double i8g32_1, i8g32_all; ///< the int8 dot with W8A8's per-group f32 rescale at g = 32 (0: not measured)
     char f32_insn[40], i8_insn[48];
 } qkb_peak;
 

@@ -457,11 +457,15 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
             if (m->dram_threads > 1) fprintf(f, ", %.1f / %.1f GB/s with %d", m->dram_gbps[0][1], m->dram_gbps[1][1], m->dram_threads);
             fprintf(f, ". On a shared machine the cached probe above can be far from these: judge the cold rows against them too.\n");
         }
-        fprintf(f, "\n| tier | f32 FMA GFLOP/s (1 / %d threads) | int8 dot GOP/s (1 / %d threads) |\n|---|---|---|\n", l->ncores, l->ncores);
+        fprintf(f, "\n| tier | f32 FMA GFLOP/s (1 / %d threads) | int8 dot GOP/s (1 / %d threads) | the dot with W8A8's per-group "
+                   "rescale at g = 32 (1 / %d threads; of the dot) |\n|---|---|---|---|\n",
+                l->ncores, l->ncores, l->ncores);
         for (int i = 0; i < l->npeaks; i++) {
             const qkb_peak *p = &l->peak[i];
-            fprintf(f, "| %s | %.1f / %.1f (%s) | %.1f / %.1f (%s) |\n", qk_tier_name(p->tier), p->f32_1 * 1e-9, p->f32_all * 1e-9,
+            fprintf(f, "| %s | %.1f / %.1f (%s) | %.1f / %.1f (%s) | ", qk_tier_name(p->tier), p->f32_1 * 1e-9, p->f32_all * 1e-9,
                     p->f32_insn, p->i8_1 * 1e-9, p->i8_all * 1e-9, p->i8_insn);
+            if (p->i8g32_1 > 0) fprintf(f, "%.1f / %.1f (%.0f%%) |\n", p->i8g32_1 * 1e-9, p->i8g32_all * 1e-9, 100 * p->i8g32_1 / p->i8_1);
+            else fprintf(f, "- |\n");
         }
         fprintf(f, "\n");
     }

@@ -210,6 +210,14 @@ def t_probe(q):
     for pk in p["peaks"]:
         for k in ("f32_gflops_1t", "f32_gflops_all", "i8_gops_1t", "i8_gops_all"):
             check(pk[k] > 0, "peak %s %s not positive" % (pk["tier"], k))
+        # the dot with W8A8's per-group rescale at g = 32 does the plain dot's work and more: a rate
+        # well above the plain dot's means the compiler folded work away (it once read 343%)
+        g = pk.get("i8_g32_gops_1t")
+        if pk["tier"] == "scalar":
+            check(g is None, "scalar has no grouped-dot loop, yet reports %r" % g)
+        elif check(g is not None and g > 0 and pk.get("i8_g32_gops_all", 0) > 0, "peak %s: no grouped-dot rate" % pk["tier"]):
+            check(g <= 1.25 * pk["i8_gops_1t"], "peak %s: grouped dot %.0f GOP/s above the plain dot's %.0f" % (
+                pk["tier"], g, pk["i8_gops_1t"]))
     check(len(p["curve"]["bytes"]) == len(p["curve"]["read_gbps_1t"]) > 10, "curve")
     check_dram_plateau(p)
     check(p.get("emulated") is False, "a native probe says emulated = %r" % p.get("emulated"))
