@@ -3,8 +3,10 @@
  * vpmaddwd). The including file defines
  *   GM_DOT(acc, w_u8, a_s8)   acc + Σ4 w·a per dword (w unsigned <= 15, a signed)
  *   GM_DOT8(acc, w_u8, a_s8)  the same for any unsigned w (0..255); defaults to GM_DOT
- *   GM_PF_L1                  1: the 8-bit g = 32 path prefetches into L1 (gm_pf_group_l1,
- *                             gm_apf_group); defaults to 0
+ *   GM_PF_L1                  1: the next slice's weights are prefetched into L1
+ *                             (gm_pf_group_l1) by every path but the 4-bit g = 32 one, and
+ *                             the 8-bit g = 32 path also prefetches the next row tile's
+ *                             activations (gm_apf_group); defaults to 0
  *
  * Register tile: GM_MR rows of X × GM_NR = 16·GM_NB columns of W. Lanes are
  * output columns; each vpdpbusd adds 4 consecutive k of one row of X
@@ -297,10 +299,13 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T1);
 }
 
-/* The same into L1, for the 8-bit g = 32 path (gm_tile32): the next slice
- * of the tile's weights (27 KiB) is otherwise pulled from L2 by that
- * slice's first row tile. With gm_apf_group: W8A8 g32 1 thread,
- * 4096x14336 +1..6%, 14336x4096 about +0.5% (A/B in one process). */
+/* The same into L1: the next slice of the tile's weights (24-27 KiB) is
+ * otherwise pulled from L2 by that slice's first row tile, which costs most
+ * where few row tiles share a slice (M = 64: 16). A/B in one process, 1
+ * thread, best of 9: W8A8 g32 (with gm_apf_group) 4096x14336 +1..6%,
+ * 14336x4096 about +0.5%; W8A8 g128 M = 64 14336x4096 795 -> 864 GOP/s,
+ * 4096x14336 +4..9% (median, three runs); W4A8 g128/g256/g = K and W8A8
+ * g256/g = K within ±2%; M = 512 unchanged. */
 QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }
@@ -355,7 +360,8 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
                 GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
             }
         }
-        gm_pf_group(pf);
+        if (GM_PF_L1) gm_pf_group_l1(pf);
+        else gm_pf_group(pf);
         kg = ke;
     }
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
