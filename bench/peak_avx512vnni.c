@@ -37,38 +37,11 @@ double qkb_peak_i8__avx512vnni(uint64_t iters, volatile double *sink) {
     return (double)iters * 12 * 64 * 2;
 }
 
-/* The int8 dot as W8A8 runs it at g = 32: a 4x3 tile of int32 accumulators
- * (rows: activation codes, columns: weight codes), each given the dot of one
- * group of 32 values per lane, then converted, multiplied by its scale (a
- * column's weight scale times a row's activation scale: one vmulps) and
- * added into f32 (one FMA). Counts only the dot's operations, so the rate
- * compares with the plain dot's. */
-double qkb_peak_i8g32__avx512vnni(uint64_t iters, volatile double *sink) {
-    __m512i u0 = _mm512_set1_epi8(5), u1 = _mm512_set1_epi8(6), u2 = _mm512_set1_epi8(7);
-    __m512i s[4] = {_mm512_set1_epi8(-3), _mm512_set1_epi8(-2), _mm512_set1_epi8(2), _mm512_set1_epi8(3)};
-    __m512 w0 = _mm512_set1_ps(1e-3f), w1 = _mm512_set1_ps(2e-3f), w2 = _mm512_set1_ps(3e-3f);
-    __m512 a[4] = {_mm512_set1_ps(0.5f), _mm512_set1_ps(0.25f), _mm512_set1_ps(0.125f), _mm512_set1_ps(0.0625f)};
-    __m512 f[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (uint64_t it = 0; it < iters; it++) {
-        OPAQUE(a[0]); OPAQUE(a[1]); OPAQUE(a[2]); OPAQUE(a[3]);
-#pragma GCC unroll 4
-        for (int m = 0; m < 4; m++) {
-            __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0;
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                OPAQUE(u0); OPAQUE(u1); OPAQUE(u2); /* new weights each step */
-                c0 = _mm512_dpbusd_epi32(c0, u0, s[m]);
-                c1 = _mm512_dpbusd_epi32(c1, u1, s[m]);
-                c2 = _mm512_dpbusd_epi32(c2, u2, s[m]);
-            }
-            f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c0), _mm512_mul_ps(w0, a[m]), f[m]);
-            f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c1), _mm512_mul_ps(w1, a[m]), f[m]);
-            f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c2), _mm512_mul_ps(w2, a[m]), f[m]);
-        }
-    }
-    *sink = (double)_mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[1]), _mm512_add_ps(f[2], f[3])));
-    return (double)iters * 12 * 16 * 32 * 2;
-}
+/* The int8 dot with W8A8's per-group rescale at g = 32 (peak_i8g32.h): vpdpbusd. */
+#define PG_NAME qkb_peak_i8g32__avx512vnni
+#define PG_ZMM
+#define PG_DOT(c, u, s) _mm512_dpbusd_epi32(c, u, s)
+#include "peak_i8g32.h"
 
 double qkb_peak_f32__avx512vnni(uint64_t iters, volatile double *sink) { return qkb_peak_f32__avx512(iters, sink); }
 uint64_t qkb_read__avx512vnni(const void *buf, size_t bytes) { return qkb_read__avx512(buf, bytes); }

@@ -25,38 +25,11 @@ double qkb_peak_i8__neondot(uint64_t iters, volatile double *sink) {
     return (double)iters * 12 * 16 * 2;
 }
 
-/* The int8 dot as W8A8 runs it at g = 32: a 4x3 tile of int32 accumulators
- * (rows: activation codes, columns: weight codes), each given the dot of one
- * group of 32 values per lane, then converted, multiplied by its scale (a
- * column's weight scale times a row's activation scale: one fmul) and added
- * into f32 (one fmla). Counts only the dot's operations, so the rate
- * compares with the plain dot's. */
-double qkb_peak_i8g32__neondot(uint64_t iters, volatile double *sink) {
-    int8x16_t u0 = vdupq_n_s8(5), u1 = vdupq_n_s8(6), u2 = vdupq_n_s8(7);
-    int8x16_t s[4] = {vdupq_n_s8(-3), vdupq_n_s8(-2), vdupq_n_s8(2), vdupq_n_s8(3)};
-    float32x4_t w0 = vdupq_n_f32(1e-3f), w1 = vdupq_n_f32(2e-3f), w2 = vdupq_n_f32(3e-3f);
-    float32x4_t a[4] = {vdupq_n_f32(0.5f), vdupq_n_f32(0.25f), vdupq_n_f32(0.125f), vdupq_n_f32(0.0625f)};
-    float32x4_t f[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
-    for (uint64_t it = 0; it < iters; it++) {
-        OPAQUE(a[0]); OPAQUE(a[1]); OPAQUE(a[2]); OPAQUE(a[3]);
-#pragma GCC unroll 4
-        for (int m = 0; m < 4; m++) {
-            int32x4_t c0 = vdupq_n_s32(0), c1 = c0, c2 = c0;
-#pragma GCC unroll 16
-            for (int k = 0; k < 8; k++) {
-                OPAQUE(u0); OPAQUE(u1); OPAQUE(u2); /* new weights each step */
-                c0 = vdotq_s32(c0, u0, s[m]);
-                c1 = vdotq_s32(c1, u1, s[m]);
-                c2 = vdotq_s32(c2, u2, s[m]);
-            }
-            f[m] = vfmaq_f32(f[m], vcvtq_f32_s32(c0), vmulq_f32(w0, a[m]));
-            f[m] = vfmaq_f32(f[m], vcvtq_f32_s32(c1), vmulq_f32(w1, a[m]));
-            f[m] = vfmaq_f32(f[m], vcvtq_f32_s32(c2), vmulq_f32(w2, a[m]));
-        }
-    }
-    *sink = (double)vaddvq_f32(vaddq_f32(vaddq_f32(f[0], f[1]), vaddq_f32(f[2], f[3])));
-    return (double)iters * 12 * 4 * 32 * 2;
-}
+/* The int8 dot with W8A8's per-group rescale at g = 32 (peak_i8g32.h): sdot. */
+#define PG_NAME qkb_peak_i8g32__neondot
+#define PG_NEON
+#define PG_DOT(c, u, s) vdotq_s32(c, vreinterpretq_s8_s32(u), vreinterpretq_s8_s32(s))
+#include "peak_i8g32.h"
 
 double qkb_peak_f32__neondot(uint64_t iters, volatile double *sink) { return qkb_peak_f32__neon(iters, sink); }
 uint64_t qkb_read__neondot(const void *buf, size_t bytes) { return qkb_read__neon(buf, bytes); }
