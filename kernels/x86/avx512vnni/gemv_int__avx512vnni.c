@@ -2,9 +2,10 @@
  * W4A4 (w4s, w4a), q4_0·q8_0 and q8_0·q8_0, on the plain layout.
  * vpdpbusd multiplies unsigned by signed bytes: 4-bit codes are unsigned
  * already (w4s stores q+8, q4_0 q+8, w4a q), int8 weights get +128 (xor
- * 0x80); the offset times the activations is removed exactly, lane by
- * lane, in int32 (see gemv_int_body.h). A4 activations are int8 bytes in [-7, 7], so
- * W4A4 runs the W4A8 code. */
+ * 0x80) or, in the table path, take the activation's sign; the offset
+ * times the activations comes off in int32 lane by lane, or per group from
+ * actquant's group sums (gemv_int_body.h). A4 activations are int8 bytes in
+ * [-7, 7], so W4A4 runs the W4A8 code. */
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VNNI__)
 #error "this file needs the avx512vnni tier's flags"
 #endif
