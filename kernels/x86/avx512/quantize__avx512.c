@@ -225,7 +225,7 @@ QK_INLINE __m512i w4a_codes(__m512 x, __m512 m, __m512 id, int clamp) {
 
 /* Scales of 16 groups from their min and max vectors; returns the groups to quantize. */
 QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g, const qk_qmat *out,
-                               size_t G0, float *ids, float *ms, int *bad) {
+                               size_t G0, float *ids, float *ms, int twice, int *bad) {
     if (nonfinite) *bad |= QK_ROW_NONFINITE;
     __mmask16 live = qk512_mask16(n) & (__mmask16)~nonfinite;
     __mmask16 zero = _mm512_mask_cmpeq_ps_mask(live, mn, _mm512_setzero_ps()) | _mm512_mask_cmpeq_ps_mask(live, mx, _mm512_setzero_ps());
@@ -246,7 +246,12 @@ QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfini
     if (_mm512_mask_fpclass_ps_mask(live, d, 0x99)) *bad |= QK_ROW_RANGE; /* max - min overflows f32 */
     mn = qk512_store_scales(out->mins, G0, out->scale_type, live, mn, bad);
     d = qk512_store_scales(out->scales, G0, out->scale_type, live, d, bad);
-    _mm512_storeu_ps(ids, qk512_inv_scale(d));
+    __m512 id = qk512_inv_scale(d);
+    if (twice) { /* g = 32: 2/stored(d) for w4a_codes2; a chunk where that overflows (a subnormal d) takes w4a_general */
+        id = _mm512_add_ps(id, id);
+        if (_mm512_mask_fpclass_ps_mask(live, id, 0x18)) live = 0;
+    }
+    _mm512_storeu_ps(ids, id);
     _mm512_storeu_ps(ms, mn);
     return live;
 }
@@ -255,7 +260,7 @@ QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfini
  * the vectors in memory the fixed-g paths for g >= 64 run faster). */
 static __mmask16 w4a_scales_of(const __m512 *vmn, const __m512 *vmx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g,
                                const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    return w4a_scales(qk512_reduce16_min_ps(vmn), qk512_reduce16_max_ps(vmx), n, nonfinite, p, g, out, G0, ids, ms, bad);
+    return w4a_scales(qk512_reduce16_min_ps(vmn), qk512_reduce16_max_ps(vmx), n, nonfinite, p, g, out, G0, ids, ms, 0, bad);
 }
 
 static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
@@ -385,7 +390,7 @@ static __mmask16 w4a_stats_fp(const float *const *p, size_t g, const qk_qmat *ou
     }
     /* NaN seen by the unordered compares; ±Inf ends up in a min or a max */
     if (nan || _mm512_fpclass_ps_mask(lo, 0x18) | _mm512_fpclass_ps_mask(hi, 0x18)) return 0;
-    return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, bad);
+    return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
 }
 
 /* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
@@ -400,23 +405,62 @@ QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *ou
     if (_mm512_cmpge_epi32_mask(smax, _mm512_set1_epi32(0x7f800000)) | _mm512_cmpge_epu32_mask(umax, _mm512_set1_epi32((int)0xff800000u)))
         return 0; /* NaN or Inf */
     if (_mm512_movepi32_mask(smax) | (__mmask16)~_mm512_movepi32_mask(umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
-    return w4a_scales(_mm512_castsi512_ps(umax), _mm512_castsi512_ps(smax), CHUNK, 0, p, g, out, G0, ids, ms, bad);
+    return w4a_scales(_mm512_castsi512_ps(umax), _mm512_castsi512_ps(smax), CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
+}
+
+/* g = 32: twice the codes' argument, floored: floor(2·v) with
+ * v = (x - m)·id, the reference's product (id2 = 2·id is exact, and
+ * fl(d·id2) = 2·fl(d·id) unless id2 overflows, which w4a_scales sends to
+ * w4a_general, or the product is subnormal, where both floors are 0); x - m
+ * as fma(x, 1, -m), the same single rounding, on the multiply pipes. The
+ * code round-half-away(v) = floor(v + 1/2) = (floor(2v) + 1) >> 1 for v >= 0
+ * (vpavgb with 0, 64 codes at a time, after the packs): the add of
+ * 0.49999997 goes, one FP operation per 16 values fewer. The clamp (f16
+ * scales) to [0, 15] is one to [0, 30] here. */
+QK_INLINE __m512i w4a_codes2(__m512 x, __m512 m, __m512 id2, int clamp) {
+    __m512 v = _mm512_mul_ps(_mm512_fmsub_ps(x, _mm512_set1_ps(1.0f), m), id2);
+    if (clamp) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(30.0f));
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+
+/* w4a_stats in two halves, for the driver's split pipeline (QD_W4A_SPLIT):
+ * w4a_part reads the 16 groups and reduces them to the largest bits as
+ * signed and unsigned int32 (the loads' latency), w4a_finish checks them and
+ * computes and stores the scales (two dependent divisions). The driver
+ * issues w4a_finish of a chunk a whole pass 2 after its w4a_part, so its
+ * inputs are ready, and a whole pass 2 before the codes that need its
+ * scales: the divisions' latency no longer holds up retirement while the
+ * window fills. */
+typedef struct { __m512i smax, umax; } w4a_part_t;
+QK_INLINE w4a_part_t w4a_part(const float *const *p, size_t g) {
+    w4a_part_t t;
+    maxbits16(p, CHUNK, g, &t.smax, &t.umax);
+    return t;
+}
+QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms,
+                               int *bad) {
+    if (_mm512_cmpge_epi32_mask(t.smax, _mm512_set1_epi32(0x7f800000)) |
+        _mm512_cmpge_epu32_mask(t.umax, _mm512_set1_epi32((int)0xff800000u)))
+        return 0; /* NaN or Inf */
+    if (_mm512_movepi32_mask(t.smax) | (__mmask16)~_mm512_movepi32_mask(t.umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
+    return w4a_scales(_mm512_castsi512_ps(t.umax), _mm512_castsi512_ps(t.smax), CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
 }
 
 /* Pass 2 over 16 groups: the codes. */
 QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
                        int nt) {
     uint8_t *dst = out->codes + G0 * g / 2;
-    if (g == 32) {
+    if (g == 32) { /* ids hold 2/stored(d) (w4a_stats) */
         for (size_t i = 0; i < CHUNK; i += 2) {
             __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
             __m512 m0 = _mm512_set1_ps(ms[i]), m1 = _mm512_set1_ps(ms[i + 1]);
             prefetch64_ahead(p[i], g);
-            __m512i a = w4a_codes(_mm512_loadu_ps(p[i]), m0, id0, clamp);
-            __m512i b = w4a_codes(_mm512_loadu_ps(p[i] + 16), m0, id0, clamp);
-            __m512i c = w4a_codes(_mm512_loadu_ps(p[i + 1]), m1, id1, clamp);
-            __m512i d = w4a_codes(_mm512_loadu_ps(p[i + 1] + 16), m1, id1, clamp);
-            st32(dst + i * 16, nibbles_of_bytes(pack64_epi8(a, b, c, d), 0), nt);
+            __m512i a = w4a_codes2(_mm512_loadu_ps(p[i]), m0, id0, clamp);
+            __m512i b = w4a_codes2(_mm512_loadu_ps(p[i] + 16), m0, id0, clamp);
+            __m512i c = w4a_codes2(_mm512_loadu_ps(p[i + 1]), m1, id1, clamp);
+            __m512i d = w4a_codes2(_mm512_loadu_ps(p[i + 1] + 16), m1, id1, clamp);
+            __m512i q = _mm512_avg_epu8(pack64_epi8(a, b, c, d), _mm512_setzero_si512());
+            st32(dst + i * 16, nibbles_of_bytes(q, 0), nt);
         }
     } else {
         for (size_t i = 0; i < CHUNK; i++) {
@@ -662,6 +706,7 @@ typedef __mmask16 qd_mask;
 #define QD_W4A_CLAMP 1
 /* 16x4096 warm: w8s g32 1.15-1.19x, w4s g32 1.07x (the avx2 tier: g128 3% slower, so 0 there) */
 #define QD_SYM_PTRS_AHEAD 1
+#define QD_W4A_SPLIT 1
 #define QD_WEIGHTS
 #define QD_TIER avx512
 #include "x86/quant_driver.h"
