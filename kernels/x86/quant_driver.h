@@ -36,7 +36,11 @@
  *                             the same for w4a: min and max of nxt, returns 1 when nxt holds NaN/Inf
  *   first_zero(x, g)          the first zero of a group (its sign), 0 if none
  *   block_stats(p, n, q4, ids, hs, bad) -> qd_mask        q4_0/q8_0 pass 1 over n <= CHUNK blocks
+ *                             (without QD_BLOCK_SPLIT)
  *   block_emit(p, n, q4, codes, B0, ids, hs, live)        q4_0/q8_0 pass 2
+ *   QD_BLOCK_SPLIT            (defined) q4_0/q8_0 split pass 1 as QD_W4A_SPLIT does, with
+ *                             block_part(p, n, q4) -> block_part_t and
+ *                             block_finish(part, p, n, q4, ids, hs, bad) -> qd_mask (as block_stats)
  * and, with QD_ACT (activation quantization, qk_qact):
  *   act_stats(p, g, qmax, q8_0, out, G0, ids, bad) -> int pass 1, fixed g; 0 on NaN/Inf
  *   act_emit(p, g, out, G0, ids)                          pass 2, fixed g
@@ -300,6 +304,41 @@ QK_INLINE int quantize_w4a(const float *x, size_t ldx, const qk_qmat *out) {
     return bad;
 }
 
+#ifdef QD_BLOCK_SPLIT
+/* q4_0 (q4) / q8_0: chunks of CHUNK 32-value blocks across rows, the last
+ * one partial; pass 1 in two halves (block_part, block_finish): iteration c
+ * reads chunk c+2, finishes chunk c+1 and writes chunk c. */
+QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q4) {
+    size_t nb = out->cols / 32, total = out->rows * nb, r = 0, j = 0;
+    int bad = 0;
+    if (!total) return 0;
+    const size_t nch = (total + CHUNK - 1) / CHUNK;
+#define QD_NOF(c) (total - (c) * CHUNK < CHUNK ? total - (c) * CHUNK : CHUNK)
+    const float *p[3][CHUNK];
+    float ids[2][CHUNK];
+    uint16_t hs[2][CHUNK];
+    qd_mask live[2];
+    block_part_t part[2];
+    const int contig = nb % CHUNK == 0; /* then every chunk is full */
+    QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(0), p[0], contig, 0);
+    live[0] = block_finish(block_part(p[0], QD_NOF(0), q4), p[0], QD_NOF(0), q4, ids[0], hs[0], &bad);
+    if (nch > 1) {
+        QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(1), p[1], contig, CHUNK);
+        part[1] = block_part(p[1], QD_NOF(1), q4);
+    }
+    for (size_t c = 0, pc = 0; c < nch; c++, pc = pc == 2 ? 0 : pc + 1) {
+        size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+        if (c + 2 < nch) {
+            QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(c + 2), p[pf], contig, (c + 2) * CHUNK);
+            part[cur] = block_part(p[pf], QD_NOF(c + 2), q4); /* chunk c+2 */
+        }
+        if (c + 1 < nch) live[nxt] = block_finish(part[nxt], p[pn], QD_NOF(c + 1), q4, ids[nxt], hs[nxt], &bad);
+        block_emit(p[pc], QD_NOF(c), q4, out->codes, c * CHUNK, ids[cur], hs[cur], live[cur]);
+    }
+#undef QD_NOF
+    return bad;
+}
+#else
 /* q4_0 (q4) / q8_0: chunks of CHUNK 32-value blocks across rows, the last
  * one partial, pass 1 of the next chunk before pass 2 of this one. */
 QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, int q4) {
@@ -325,6 +364,7 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
     }
     return bad;
 }
+#endif
 
 int QD_KERNEL(qk_quantize_w4s)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 0); }
 int QD_KERNEL(qk_quantize_w8s)(const float *x, size_t ldx, const qk_qmat *out) { return quantize_sym(x, ldx, out, 1); }

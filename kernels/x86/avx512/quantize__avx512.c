@@ -519,23 +519,20 @@ static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live
     return v;
 }
 
-/* Pass 1 over n <= 16 blocks: fp16 d in hs, 1/d in ids.
- * Returns the blocks to quantize. */
-QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
+/* Pass 1 over n <= 16 blocks in two halves (as w4a_part/w4a_finish: the
+ * driver finishes a chunk a whole pass 2 after reading it, and a whole pass
+ * 2 before its codes). block_part reads the blocks: q4_0 the largest bits
+ * as signed and as unsigned int32 (maxbits16: the absmax is the larger
+ * magnitude of the two whatever the signs (for a group of one sign both are
+ * its extreme), NaN/Inf give >= 0x7f800000; +A is in the block when the
+ * signed max is A, -A when the unsigned max is -A; two transposed
+ * reductions, on integer pipes), q8_0 the absmax bits. */
+typedef struct { __m512i a, b; } block_part_t;
+QK_INLINE block_part_t block_part(const float *const *p, size_t n, int q4) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
-    __m512i amax;
-    __m512 mx = _mm512_setzero_ps(), mn = mx;
+    block_part_t t;
     if (q4) {
-        /* The largest bits as signed and as unsigned int32 (maxbits16): the
-         * absmax is the larger magnitude of the two whatever the signs (for a
-         * group of one sign both are its extreme), NaN/Inf give >= 0x7f800000;
-         * +A is in the block when the signed max is A, -A when the unsigned
-         * max is -A. Two transposed reductions, on integer pipes. */
-        __m512i smax, umax;
-        maxbits16(p, n, 32, &smax, &umax);
-        amax = _mm512_max_epu32(_mm512_and_si512(smax, ab), _mm512_and_si512(umax, ab));
-        mx = _mm512_castsi512_ps(smax);
-        mn = _mm512_castsi512_ps(umax);
+        maxbits16(p, n, 32, &t.a, &t.b);
     } else {
         __m512i am[CHUNK];
 #pragma GCC unroll 16
@@ -543,14 +540,24 @@ QK_INLINE __mmask16 block_stats(const float *const *p, size_t n, int q4, float *
             __m512 v0 = i < n ? _mm512_loadu_ps(p[i]) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(p[i] + 16) : _mm512_setzero_ps();
             am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
         }
-        amax = qk512_reduce16_max_epu32(am);
+        t.a = qk512_reduce16_max_epu32(am);
+        t.b = t.a;
     }
+    return t;
+}
+
+/* block_finish: fp16 d in hs, 1/d in ids. Returns the blocks to quantize.
+ * q4_0's d = v/-8 as v·-0.125: the same exact quotient, rounded once. */
+QK_INLINE __mmask16 block_finish(block_part_t t, const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i amax = q4 ? _mm512_max_epu32(_mm512_and_si512(t.a, ab), _mm512_and_si512(t.b, ab)) : t.a;
     __mmask16 live = qk512_mask16(n);
     __mmask16 nonfinite = _mm512_mask_cmpge_epu32_mask(live, amax, _mm512_set1_epi32(0x7f800000));
     if (nonfinite) *bad |= QK_ROW_NONFINITE;
     live &= (__mmask16)~nonfinite;
     __m512 d;
-    if (q4) d = _mm512_div_ps(q4_0_signed_max(amax, mx, mn, live, p), _mm512_set1_ps(-8.0f));
+    if (q4)
+        d = _mm512_mul_ps(q4_0_signed_max(amax, _mm512_castsi512_ps(t.a), _mm512_castsi512_ps(t.b), live, p), _mm512_set1_ps(-0.125f));
     else d = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(127.0f));
     _mm512_storeu_ps(ids, qk512_inv_scale(d));
     block_heads(live, d, hs, bad);
@@ -580,11 +587,13 @@ QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id
     __m512i d = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x1 + 16), id1), half8));
     __m512i q = _mm512_min_epu8(_mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d)), _mm512_set1_epi8(15));
     q = _mm512_or_si512(q, _mm512_srli_epi64(q, 28));
-    q = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0), q);
-    qk_wr16(dst, hs[0]);
-    _mm_storeu_si128((__m128i *)(dst + 2), _mm512_castsi512_si128(q));
-    qk_wr16(dst + QK_Q4_0_BYTES, hs[1]);
-    _mm_storeu_si128((__m128i *)(dst + QK_Q4_0_BYTES + 2), _mm512_extracti32x4_epi32(q, 1));
+    /* one vpermt2w lays out both blocks, 16-bit words: d0, block 0's 16 bytes, d1, block 1's */
+    uint32_t h2;
+    memcpy(&h2, hs, sizeof h2);
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 29, 28, 21, 20, 13, 12, 5, 4, 33, 25, 24, 17, 16, 9,
+                                         8, 1, 0, 32);
+    q = _mm512_permutex2var_epi16(q, idx, _mm512_set1_epi32((int)h2));
+    _mm512_mask_storeu_epi8(dst, (__mmask64)0xfffffffffull, q); /* 2 · 18 bytes */
 }
 
 /* Pass 2 over n <= 16 blocks. */
@@ -707,6 +716,7 @@ typedef __mmask16 qd_mask;
 /* 16x4096 warm: w8s g32 1.15-1.19x, w4s g32 1.07x (the avx2 tier: g128 3% slower, so 0 there) */
 #define QD_SYM_PTRS_AHEAD 1
 #define QD_W4A_SPLIT 1
+#define QD_BLOCK_SPLIT 1
 #define QD_WEIGHTS
 #define QD_TIER avx512
 #include "x86/quant_driver.h"
