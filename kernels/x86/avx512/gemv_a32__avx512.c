@@ -397,8 +397,9 @@ static float *q4t_prepare(const qk_matmul_args *a) {
     return xt;
 }
 
-void qk_gemv_q4_0_a32__avx512(const qk_matmul_args *a) {
-    size_t n = 0;
+/* Rows n.. of the plain layout. */
+static void q4_0_plain(const qk_matmul_args *a, size_t n) {
+    if (n >= a->N) return;
     if (a->K % 128 == 0) {
         float *xt = q4t_prepare(a);
         if (xt) {
@@ -411,6 +412,129 @@ void qk_gemv_q4_0_a32__avx512(const qk_matmul_args *a) {
     for (; n + R <= a->N; n += R) q4_0_rows(a, n, R);
     for (; n < a->N; n++) q4_0_rows(a, n, 1);
 }
+
+void qk_gemv_q4_0_a32__avx512(const qk_matmul_args *a) { q4_0_plain(a, 0); }
+
+/* ---- q4_0 packed (qk_gemv_q4_0_a32_1x8): blocks of 8 rows, aligned codes ----
+ * The plain path's 72-byte steps start off the 64-byte grid, so its code
+ * loads mostly straddle two lines, and it shuffles twice per step to drop and
+ * gather d. Here a block of RP rows (ns = K/128 steps of four q4_0 blocks,
+ * the last zero-padded: codes 0, d 0) holds each row's codes as ns aligned
+ * 64-byte chunks, row after row, then each row's d (four fp16 per step, row
+ * after row): the w4s layout of the block, with the plain layout's bytes.
+ * Code byte 4l + m of a chunk (l < 16, m < 4) holds in its low nibble the
+ * code of value 8(l/4) + 2m of q4_0 block l%4 and in its high nibble that of
+ * value 8(l/4) + 2m + 1: nibble i of dword l is value 8(l/4) + i of block
+ * l%4, looked up (vpermps) after a shift by 4i as in the w4s/w4a path,
+ * against xp[128s + 16i + l] = x[128s + 32(l%4) + 8(l/4) + i] formed once
+ * per call; lane l belongs to block l%4, so a step's lane scales are the
+ * row's four d repeated. Measured (1 thread, cold, rotated copies, both
+ * kernels alternated call by call in one process, 4096x14336 and 14336x4096):
+ * one interleaved stream (each step's 8 chunks and a line of the 8 rows' d
+ * together) no faster than the plain layout; chunks loaded at byte offsets
+ * 1..3 instead of shifted (three straddling loads per chunk) read DRAM at
+ * half speed; a row at a time with two FMA chains, 8% faster in L2, ~10%
+ * slower cold than this order (all rows' chunks loaded, then nibble by
+ * nibble); the d as one line per step for the 8 rows ~6% slower cold than
+ * per row, prefetched like the w4s scales. */
+enum { RP = 8 };
+#ifndef QP_PF
+#define QP_PF 2048 /* bytes ahead in each row's codes */
+#endif
+#define QP_DPF 256 /* and in its d */
+
+QK_INLINE size_t qp_block_bytes(size_t K) { return (K + 127) / 128 * 72 * RP; }
+/* Byte offsets in a block of ns steps of the codes and the d of row r, step s. */
+QK_INLINE size_t qp_code_at(size_t r, size_t s, size_t ns) { return (r * ns + s) * 64; }
+QK_INLINE size_t qp_d_at(size_t r, size_t s, size_t ns) { return RP * ns * 64 + (r * ns + s) * 8; }
+
+size_t qk_gemv_q4_0_a32_1x8__avx512_pack_size(const qk_qmat *w) {
+    size_t b = w->rows / RP * qp_block_bytes(w->cols);
+    return b ? b : 64;
+}
+
+void qk_gemv_q4_0_a32_1x8__avx512_pack(const qk_qmat *w, void *packed) {
+    size_t K = w->cols, nb = K / 32, ns = (K + 127) / 128, bb = qp_block_bytes(K);
+    for (size_t n0 = 0; n0 + RP <= w->rows; n0 += RP) {
+        uint8_t *blk = (uint8_t *)packed + n0 / RP * bb;
+        memset(blk, 0, bb);
+        for (size_t r = 0; r < RP; r++) {
+            const uint8_t *row = w->codes + (n0 + r) * w->row_bytes;
+            for (size_t s = 0; s < ns; s++) {
+                uint8_t *o = blk + qp_code_at(r, s, ns);
+                for (size_t j = 0; j < 4 && 4 * s + j < nb; j++) {
+                    const uint8_t *q = row + (4 * s + j) * QK_Q4_0_BYTES;
+                    memcpy(blk + qp_d_at(r, s, ns) + 2 * j, q, 2);
+                    for (size_t l = j; l < 16; l += 4)
+                        for (size_t m = 0; m < 4; m++) {
+                            size_t v = 8 * (l / 4) + 2 * m; /* values v, v + 1 of block j; byte i holds i and i + 16 */
+                            unsigned c0 = v < 16 ? q[2 + v] & 15 : q[2 + v - 16] >> 4;
+                            unsigned c1 = v + 1 < 16 ? q[3 + v] & 15 : q[3 + v - 16] >> 4;
+                            o[4 * l + m] = (uint8_t)(c0 | c1 << 4);
+                        }
+                }
+            }
+        }
+    }
+}
+
+size_t qk_gemv_q4_0_a32_1x8__avx512_packed_offset(const qk_qmat *w, size_t n0) { return n0 / RP * qp_block_bytes(w->cols); }
+
+/* One block of RP rows (n0..n0+RP-1). */
+QK_INLINE void qp_rows(const qk_matmul_args *a, const float *xp, const uint8_t *pk, size_t n0) {
+    size_t ns = (a->K + 127) / 128;
+    const __m512 c8 = _mm512_loadu_ps(c8_tab);
+    __m512 acc[RP];
+    for (size_t r = 0; r < RP; r++) acc[r] = _mm512_setzero_ps();
+    const __m512i i4 = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    for (size_t s = 0; s < ns; s++) {
+        const float *xb = xp + 128 * s;
+        /* past a row's end: the same place in the next block (its bytes less a row's codes further) */
+        size_t pf = QP_PF + (64 * s + QP_PF >= 64 * ns ? RP * ns * 64 : 0);
+        __m512i v[RP];
+        __m512 part[RP];
+        for (size_t r = 0; r < RP; r++) {
+            const uint8_t *p = pk + qp_code_at(r, s, ns);
+            _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+            if (s % 4 == 0) { /* a row's d of 4 steps: 32 bytes */
+                size_t o = qp_d_at(r, s, ns) + QP_DPF;
+                if (8 * s + QP_DPF >= 8 * ns) o += RP * ns * 64 + (RP - 1) * ns * 8; /* the next block's */
+                _mm_prefetch((const char *)pk + o, _MM_HINT_T0);
+            }
+            v[r] = _mm512_load_si512(p);
+            part[r] = _mm512_mul_ps(_mm512_permutexvar_ps(v[r], c8), _mm512_load_ps(xb));
+        }
+        nib_parts(RP, v, c8, xb, part);
+        for (size_t r = 0; r < RP; r++) {
+            __m128 d = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(pk + qp_d_at(r, s, ns))));
+            acc[r] = _mm512_fmadd_ps(part[r], _mm512_permutexvar_ps(i4, _mm512_castps128_ps512(d)), acc[r]);
+        }
+    }
+    for (size_t r = 0; r < RP; r++) a->y[n0 + r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+static void qp_gemv(const qk_matmul_args *a) {
+    size_t K = a->K, ns = (K + 127) / 128, nblk = a->N / RP, bb = qp_block_bytes(K);
+    float *xp = nblk ? aligned_alloc(64, ns * 128 * sizeof(float)) : NULL;
+    if (!xp) { /* no whole block, or out of memory: the plain layout */
+        q4_0_plain(a, 0);
+        return;
+    }
+    const __m512i gi = _mm512_setr_epi32(0, 32, 64, 96, 8, 40, 72, 104, 16, 48, 80, 112, 24, 56, 88, 120); /* 32(l%4) + 8(l/4) */
+    size_t s = 0;
+    for (; 128 * (s + 1) <= K; s++)
+        for (size_t i = 0; i < 8; i++) _mm512_store_ps(xp + 128 * s + 16 * i, _mm512_i32gather_ps(gi, a->x + 128 * s + i, 4));
+    for (; s < ns; s++) /* the padded step */
+        for (size_t i = 0; i < 8; i++)
+            for (size_t l = 0; l < 16; l++) {
+                size_t k = 128 * s + 32 * (l % 4) + 8 * (l / 4) + i;
+                xp[128 * s + 16 * i + l] = k < K ? a->x[k] : 0.0f;
+            }
+    for (size_t b = 0; b < nblk; b++) qp_rows(a, xp, (const uint8_t *)a->wp + b * bb, b * RP);
+    free(xp);
+    q4_0_plain(a, nblk * RP); /* rows past the last whole block */
+}
+void qk_gemv_q4_0_a32_1x8__avx512(const qk_matmul_args *a) { qp_gemv(a); }
 
 /* ---- w8s, q8_0 ---- */
 
