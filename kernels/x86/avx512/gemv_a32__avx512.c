@@ -453,26 +453,37 @@ size_t qk_gemv_q4_0_a32_1x8__avx512_pack_size(const qk_qmat *w) {
     return b ? b : 64;
 }
 
+/* The 16 bytes of a chunk that come from q4_0 block q (codes at q + 2): byte
+ * t holds values 2t, 2t + 1 (as the chunk's dword t/4 of lane block, byte t%4):
+ * t < 8 the low nibbles of q bytes 2t, 2t + 1, t >= 8 the high nibbles of
+ * q bytes 2t - 16, 2t - 15; per 16-bit word w of q, (w & 15) | (w >> 4 & 0xf0)
+ * and (w >> 4 & 15) | (w >> 8 & 0xf0). */
+QK_INLINE __m128i qp_pairs(const uint8_t *q) {
+    __m128i w = _mm_loadu_si128((const __m128i *)(q + 2)), m0 = _mm_set1_epi16(0x0f), m1 = _mm_set1_epi16(0xf0);
+    __m128i a = _mm_or_si128(_mm_and_si128(w, m0), _mm_and_si128(_mm_srli_epi16(w, 4), m1));
+    __m128i b = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(w, 4), m0), _mm_and_si128(_mm_srli_epi16(w, 8), m1));
+    return _mm_packus_epi16(a, b);
+}
+
 void qk_gemv_q4_0_a32_1x8__avx512_pack(const qk_qmat *w, void *packed) {
     size_t K = w->cols, nb = K / 32, ns = (K + 127) / 128, bb = qp_block_bytes(K);
     for (size_t n0 = 0; n0 + RP <= w->rows; n0 += RP) {
         uint8_t *blk = (uint8_t *)packed + n0 / RP * bb;
-        memset(blk, 0, bb);
         for (size_t r = 0; r < RP; r++) {
             const uint8_t *row = w->codes + (n0 + r) * w->row_bytes;
             for (size_t s = 0; s < ns; s++) {
-                uint8_t *o = blk + qp_code_at(r, s, ns);
-                for (size_t j = 0; j < 4 && 4 * s + j < nb; j++) {
+                /* dword 4c + j of the chunk: dword c of block j's pairs (a 4x4 transpose) */
+                __m128 p[4];
+                uint16_t d[4] = {0, 0, 0, 0};
+                for (size_t j = 0; j < 4; j++) {
                     const uint8_t *q = row + (4 * s + j) * QK_Q4_0_BYTES;
-                    memcpy(blk + qp_d_at(r, s, ns) + 2 * j, q, 2);
-                    for (size_t l = j; l < 16; l += 4)
-                        for (size_t m = 0; m < 4; m++) {
-                            size_t v = 8 * (l / 4) + 2 * m; /* values v, v + 1 of block j; byte i holds i and i + 16 */
-                            unsigned c0 = v < 16 ? q[2 + v] & 15 : q[2 + v - 16] >> 4;
-                            unsigned c1 = v + 1 < 16 ? q[3 + v] & 15 : q[3 + v - 16] >> 4;
-                            o[4 * l + m] = (uint8_t)(c0 | c1 << 4);
-                        }
+                    p[j] = 4 * s + j < nb ? _mm_castsi128_ps(qp_pairs(q)) : _mm_setzero_ps();
+                    if (4 * s + j < nb) d[j] = qk_rd16(q);
                 }
+                _MM_TRANSPOSE4_PS(p[0], p[1], p[2], p[3]);
+                uint8_t *o = blk + qp_code_at(r, s, ns);
+                for (size_t c = 0; c < 4; c++) _mm_store_ps((float *)(o + 16 * c), p[c]);
+                memcpy(blk + qp_d_at(r, s, ns), d, 8);
             }
         }
     }
