@@ -1,6 +1,7 @@
 /* gemv (M = 1) with f32 activations, AVX-512: y[n] = Σ_k ŵ[n][k]·x[k] for
  * W4A32 (w4s, w4a, q4_0) and W8A32 (w8s, q8_0), on the plain layout, and
- * w8s also on a packed layout of 8-row blocks (qk_gemv_w8s_a32_1x8, below).
+ * q4_0 and w8s also on packed layouts of 8-row blocks (qk_gemv_q4_0_a32_1x8,
+ * qk_gemv_w8s_a32_1x8, below).
  *
  * Four rows per step share each load and shuffle of x. 4-bit weights: one
  * 16-entry table per row and group holds the dequantized values ŵ(c) (s·(c-8),
