@@ -326,7 +326,23 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
         QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(1), p[1], contig, CHUNK);
         part[1] = block_part(p[1], QD_NOF(1), q4);
     }
-    for (size_t c = 0, pc = 0; c < nch; c++, pc = pc == 2 ? 0 : pc + 1) {
+    size_t c = 0, pc = 0;
+    if (total * 32 * sizeof(float) < STREAM_MIN_BYTES)
+        /* the steady state of inputs under STREAM_MIN_BYTES in a loop of its
+         * own, without the end's tests, and chunk c+1 finished before chunk
+         * c+2 is read (16x4096 warm, 1 thread, same process: q4_0 1.06x,
+         * q8_0 1.05-1.08x; each change alone gains 1-2%). Larger inputs come
+         * from memory, where reading chunk c+2 first is better (1024x4096
+         * from DRAM: the early finish was 0-5% slower), so they keep the
+         * loop below. */
+        for (; c + 2 < nch; c++, pc = pc == 2 ? 0 : pc + 1) {
+            size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+            QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(c + 2), p[pf], contig, (c + 2) * CHUNK);
+            live[nxt] = block_finish(part[nxt], p[pn], QD_NOF(c + 1), q4, ids[nxt], hs[nxt], &bad);
+            part[cur] = block_part(p[pf], QD_NOF(c + 2), q4); /* chunk c+2 */
+            block_emit(p[pc], QD_NOF(c), q4, out->codes, c * CHUNK, ids[cur], hs[cur], live[cur]);
+        }
+    for (; c < nch; c++, pc = pc == 2 ? 0 : pc + 1) {
         size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
         if (c + 2 < nch) {
             QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(c + 2), p[pf], contig, (c + 2) * CHUNK);
