@@ -75,6 +75,10 @@
         }                                                                                                                         \
     } while (0)
 
+/* The pipelines that keep three chunks' pointers in flight cycle through
+ * slots 0, 1, 2: the slot after i. */
+QK_INLINE size_t qd_next3(size_t i) { return i == 2 ? 0 : i + 1; }
+
 /* The next n groups' pointers (as QD_GROUP_PTRS) from the chunk's first
  * group G0: when every chunk is full and none crosses a row (contig:
  * ng % CHUNK == 0) they are base + i·g, a few vector instructions instead of
@@ -116,8 +120,8 @@ QK_INLINE size_t sym_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
     QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0], contig, 0);
     live[0] = sym_stats(p[0], g, qmax, out, 0, ids[0], bad);
     if (nfull > 1) QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[1], contig, CHUNK);
-    for (size_t c = 0, pc = 0; c < nfull; c++, pc = pc == 2 ? 0 : pc + 1) {
-        size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+    for (size_t c = 0, pc = 0; c < nfull; c++, pc = qd_next3(pc)) {
+        size_t cur = c & 1, nxt = cur ^ 1, pn = qd_next3(pc), pf = qd_next3(pn);
         if (c + 2 < nfull) QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[pf], contig, (c + 2) * CHUNK);
         if (c + 1 < nfull) live[nxt] = sym_stats(p[pn], g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
         if (live[cur] == QD_FULL) sym_emit(p[pc], g, w8, clamp, out, c * CHUNK, ids[cur], nt);
@@ -222,8 +226,8 @@ QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
             QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[1]);
             part[1] = w4a_part(p[1], g);
         }
-        for (size_t c = 0, pc = 0; c < nfull; c++, pc = pc == 2 ? 0 : pc + 1) {
-            size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+        for (size_t c = 0, pc = 0; c < nfull; c++, pc = qd_next3(pc)) {
+            size_t cur = c & 1, nxt = cur ^ 1, pn = qd_next3(pc), pf = qd_next3(pn);
             if (c + 2 < nfull) {
                 QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[pf]);
                 part[cur] = w4a_part(p[pf], g); /* chunk c+2 */
@@ -335,15 +339,15 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
          * from memory, where reading chunk c+2 first is better (1024x4096
          * from DRAM: the early finish was 0-5% slower), so they keep the
          * loop below. */
-        for (; c + 2 < nch; c++, pc = pc == 2 ? 0 : pc + 1) {
-            size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+        for (; c + 2 < nch; c++, pc = qd_next3(pc)) {
+            size_t cur = c & 1, nxt = cur ^ 1, pn = qd_next3(pc), pf = qd_next3(pn);
             QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(c + 2), p[pf], contig, (c + 2) * CHUNK);
             live[nxt] = block_finish(part[nxt], p[pn], QD_NOF(c + 1), q4, ids[nxt], hs[nxt], &bad);
             part[cur] = block_part(p[pf], QD_NOF(c + 2), q4); /* chunk c+2 */
             block_emit(p[pc], QD_NOF(c), q4, out->codes, c * CHUNK, ids[cur], hs[cur], live[cur]);
         }
-    for (; c < nch; c++, pc = pc == 2 ? 0 : pc + 1) {
-        size_t cur = c & 1, nxt = cur ^ 1, pn = pc == 2 ? 0 : pc + 1, pf = pn == 2 ? 0 : pn + 1;
+    for (; c < nch; c++, pc = qd_next3(pc)) {
+        size_t cur = c & 1, nxt = cur ^ 1, pn = qd_next3(pc), pf = qd_next3(pn);
         if (c + 2 < nch) {
             QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(c + 2), p[pf], contig, (c + 2) * CHUNK);
             part[cur] = block_part(p[pf], QD_NOF(c + 2), q4); /* chunk c+2 */

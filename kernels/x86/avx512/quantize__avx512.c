@@ -393,21 +393,6 @@ static __mmask16 w4a_stats_fp(const float *const *p, size_t g, const qk_qmat *ou
     return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
 }
 
-/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
- * the offsets and scales stored, 1/d in ids and the stored min in ms.
- * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
- * the general path), else the groups to quantize. The min and max come from
- * the integer order of the bits (maxbits16) when every group holds values
- * of both signs, else from w4a_stats_fp. */
-QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    __m512i smax, umax;
-    maxbits16(p, CHUNK, g, &smax, &umax);
-    if (_mm512_cmpge_epi32_mask(smax, _mm512_set1_epi32(0x7f800000)) | _mm512_cmpge_epu32_mask(umax, _mm512_set1_epi32((int)0xff800000u)))
-        return 0; /* NaN or Inf */
-    if (_mm512_movepi32_mask(smax) | (__mmask16)~_mm512_movepi32_mask(umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
-    return w4a_scales(_mm512_castsi512_ps(umax), _mm512_castsi512_ps(smax), CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
-}
-
 /* g = 32: twice the codes' argument, floored: floor(2·v) with
  * v = (x - m)·id, the reference's product (id2 = 2·id is exact, and
  * fl(d·id2) = 2·fl(d·id) unless id2 overflows, which w4a_scales sends to
@@ -444,6 +429,17 @@ QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, co
         return 0; /* NaN or Inf */
     if (_mm512_movepi32_mask(t.smax) | (__mmask16)~_mm512_movepi32_mask(t.umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
     return w4a_scales(_mm512_castsi512_ps(t.umax), _mm512_castsi512_ps(t.smax), CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
+}
+
+/* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
+ * the offsets and scales stored, 1/d in ids and the stored min in ms.
+ * Returns 0 when a group holds NaN or Inf (nothing stored: the caller takes
+ * the general path), else the groups to quantize. The min and max come from
+ * the integer order of the bits (maxbits16) when every group holds values
+ * of both signs, else from w4a_stats_fp. It is
+ * w4a_part and w4a_finish back to back. */
+QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+    return w4a_finish(w4a_part(p, g), p, g, out, G0, ids, ms, bad);
 }
 
 /* Pass 2 over 16 groups: the codes. */
