@@ -3,6 +3,7 @@
  * results folder after every completed case; progress on a terminal; Ctrl-C
  * keeps every completed row. Also the default run. */
 #include "bench.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <math.h>
@@ -270,7 +271,6 @@ typedef struct crun {
     int64_t iterations;
     int done, failed;
     double est_s, t_start;
-    double read_bw[2]; /* cold: a plain read of its own buffers right before and right after it, bytes/s */
 } crun;
 
 typedef struct bench_run {
@@ -417,8 +417,6 @@ static void bench_fn(qkb_gb_state *st, void *arg) {
         qkb_gb_skip(st, err);
         return;
     }
-    crun *cr = &b->cr[c - b->cases.v];
-    if (c->cold && cr->read_bw[0] == 0 && !qkb_emulation_get()->emulated) cr->read_bw[0] = qkb_case_read_bw(c);
     if (c->batch == 0) {
         /* One Google Benchmark iteration is a batch of calls lasting about min_time/2:
          * its estimate of the iteration count (made once, on the first repetition)
@@ -470,6 +468,26 @@ static size_t find_case(bench_run *b, const char *name) {
     return (size_t)-1;
 }
 
+/* Cold rows: the kernel against a plain read of its buffers, pair by pair
+ * (qkb_case_read_pairs), into read_pairs_gbps, read_gbps (the median read)
+ * and of_read (the median ratio). DRAM on a shared machine moves by half its
+ * rate within tens of milliseconds, so only reads taken right beside each
+ * call say what that call could have had. */
+enum { READ_PAIRS = 21 };
+static void read_pairs(qkb_case *c, qkb_row *row) {
+    double kb[READ_PAIRS], rb[READ_PAIRS], ratio[READ_PAIRS];
+    char err[300];
+    int n = qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, err, sizeof err);
+    if (n <= 0) return;
+    row->npairs = n < QKB_ROW_MAX_PAIRS ? n : QKB_ROW_MAX_PAIRS;
+    for (int i = 0; i < n; i++) {
+        if (i < row->npairs) row->pairs[i][0] = kb[i] * 1e-9, row->pairs[i][1] = rb[i] * 1e-9;
+        ratio[i] = kb[i] / rb[i];
+    }
+    row->of_read = qk_median(ratio, n);
+    row->read_gbps = qk_median(rb, n) * 1e-9;
+}
+
 static void on_run(const qkb_gb_run *run, void *ctx) {
     bench_run *b = ctx;
     if (run->aggregate[0]) return; /* medians and spreads are computed from the repetitions */
@@ -510,11 +528,7 @@ static void on_run(const qkb_gb_run *run, void *ctx) {
     b->rows = rows;
     qkb_row *row = &b->rows[b->nrows++];
     qkb_row_from_case(row, c, r->times, r->ntimes, r->iterations);
-    if (r->read_bw[0] > 0) { /* the case is still set up: read its buffers again */
-        r->read_bw[1] = qkb_case_read_bw(c);
-        row->read_gbps = (r->read_bw[0] > r->read_bw[1] ? r->read_bw[0] : r->read_bw[1]) * 1e-9;
-        row->of_read = row->read_gbps > 0 ? row->gbps / row->read_gbps : 0;
-    }
+    if (c->cold && !qkb_emulation_get()->emulated) read_pairs(c, row); /* the case is still set up */
     save(b);
     qkb_shard_case(&b->shard, c->name, 1);
 }

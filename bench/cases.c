@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pool.h"
+#include "results.h"
 
 /* ---- suites (DESIGN §4) ---- */
 
@@ -929,24 +930,54 @@ static qk_status outlier_call(const qkb_case *c, qkb_res *r, int i) {
     }
 }
 
+/* The buffers copy i of a set-up cold case streams, into reg (room for 4); their count. */
+static size_t copy_regions(const qkb_case *c, int i, qkb_region *reg) {
+    const qkb_res *r = c->res;
+    const qk_qmat *w = &r->w[i];
+    size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4), n = 0;
+    reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};
+    if (w->scales) reg[n++] = (qkb_region){w->scales, sb};
+    if (w->mins) reg[n++] = (qkb_region){w->mins, sb};
+    if (c->kind == QKB_QUANTIZE) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
+    if (c->kind == QKB_DEQUANTIZE) reg[n++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
+    return n;
+}
+
+static int streams_dram(const qkb_case *c) {
+    return c->res && c->cold && (c->kind == QKB_QUANTIZE || c->kind == QKB_DEQUANTIZE || c->kind == QKB_MATMUL);
+}
+
 double qkb_case_read_bw(qkb_case *c) {
     qkb_res *r = c->res;
-    if (!r || !c->cold || (c->kind != QKB_QUANTIZE && c->kind != QKB_DEQUANTIZE && c->kind != QKB_MATMUL)) return 0;
+    if (!streams_dram(c)) return 0;
     qkb_region *reg = calloc((size_t)r->ncopies * 4, sizeof *reg);
     size_t n = 0;
-    for (int i = 0; reg && i < r->ncopies; i++) {
-        const qk_qmat *w = &r->w[i];
-        size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4);
-        reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};
-        if (w->scales) reg[n++] = (qkb_region){w->scales, sb};
-        if (w->mins) reg[n++] = (qkb_region){w->mins, sb};
-        if (c->kind == QKB_QUANTIZE) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
-        if (c->kind == QKB_DEQUANTIZE) reg[n++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
-    }
+    for (int i = 0; reg && i < r->ncopies; i++) n += copy_regions(c, i, reg + n);
     if (!r->pool) qkb_pin_self(0);
     double bw = reg ? qkb_read_regions_bw(r->pool, reg, n) : 0;
     free(reg);
     return bw;
+}
+
+int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen) {
+    qkb_res *r = c->res;
+    if (!streams_dram(c) || r->ncopies < 2) return 0;
+    if (!r->pool) qkb_pin_self(0);
+    int n = 0;
+    double t_end = qkb_seconds() + seconds;
+    while (n < npairs && (n < 5 || qkb_seconds() < t_end)) {
+        double t0 = qkb_seconds();
+        if (qkb_case_call(c, err, errlen)) return -1;
+        double t1 = qkb_seconds();
+        qkb_region reg[4];
+        int i = r->next; /* the copy the next call would take: cold since its last use */
+        r->next = r->next + 1 == r->ncopies ? 0 : r->next + 1;
+        double rb = qkb_read_regions_once(r->pool, reg, copy_regions(c, i, reg));
+        if (rb <= 0 || t1 <= t0) return 0;
+        kernel_bw[n] = c->bytes / (t1 - t0);
+        read_bw[n++] = rb;
+    }
+    return n;
 }
 
 int qkb_case_call(qkb_case *c, char *err, size_t errlen) {

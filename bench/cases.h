@@ -115,6 +115,14 @@ int qkb_case_call(qkb_case *c, char *err, size_t errlen);
 /// dequantize (its rotation is sized by inputs and outputs together, so reading the
 /// codes alone would be served by the LLC). Bytes/s; 0 for warm cases and other kinds.
 double qkb_case_read_bw(qkb_case *c);
+/// The kernel against a plain read, moment by moment: npairs times, one call of
+/// the case (timed) and right after it one pass of the plain read over the next
+/// copy's buffers (cold too), so that each pair sees the same DRAM. The rates
+/// (bytes/s: the case's bytes per call, and the bytes read) into kernel_bw[i]
+/// and read_bw[i]. The number of pairs (0 for warm cases, other kinds, or a
+/// single copy), or -1 with a message in err if a call failed. Past `seconds`
+/// it stops at 5 pairs or more (slow calls).
+int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen);
 void qkb_case_teardown(qkb_case *c);
 /// Free the weight/data cache shared by consecutive cases.
 void qkb_cases_release_cache(void);

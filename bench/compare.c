@@ -9,16 +9,12 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "metrics.h"
 #include "json.h"
 #include "results.h"
 #include "rows.h"
 
 #define COMPARE_PY "/usr/share/benchmark/compare.py"
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Robust relative sigma of a row's times: 1.4826 · MAD / median (falls back to
  * half the range over 2 when there are fewer than 3 repetitions). */
@@ -27,7 +23,7 @@ static double rel_sigma(const qkb_row *r) {
     if (r->ntimes >= 3) {
         double d[QKB_ROW_MAX_TIMES];
         for (int i = 0; i < r->ntimes; i++) d[i] = fabs(r->times[i] - r->median_s);
-        qsort(d, (size_t)r->ntimes, sizeof *d, cmp_double);
+        qsort(d, (size_t)r->ntimes, sizeof *d, qk_cmp_double);
         double mad = r->ntimes % 2 ? d[r->ntimes / 2] : 0.5 * (d[r->ntimes / 2 - 1] + d[r->ntimes / 2]);
         return 1.4826 * mad / r->median_s;
     }

@@ -1,5 +1,6 @@
 /* The evaluation engine of the accuracy commands (evaluate.h). */
 #include "evaluate.h"
+#include "metrics.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -247,11 +248,6 @@ static void count_wanted(void *p, const char *name, qk_format f, size_t g, qk_mo
     if (wanted(w->c, w->layer, f, g, m)) w->cases++, w->rows += variants;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median (and min) of repeated runs; the plan has already run once. */
 static void time_plan(const acc_eval_cfg *c, qk_matmul_plan *p, const float *x, size_t M, size_t K, float *y, size_t N,
                       acc_row *r) {
@@ -264,7 +260,7 @@ static void time_plan(const acc_eval_cfg *c, qk_matmul_plan *p, const float *x, 
         t[n] = now_s() - t0;
         spent += t[n++];
     }
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    qsort(t, (size_t)n, sizeof t[0], qk_cmp_double);
     r->timed = 1;
     r->reps = n;
     r->t_min = t[0];

@@ -148,3 +148,14 @@ qk_decomp qk_decompose(double e_w, double e_a, double e_wa) {
     qk_decomp d = {e_w, e_a, e_wa, (e_w + e_a) > 0 ? e_wa / (e_w + e_a) : NAN};
     return d;
 }
+
+int qk_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double qk_median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, qk_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -16,6 +16,11 @@
 extern "C" {
 #endif
 
+/// qsort's order of doubles, ascending.
+int qk_cmp_double(const void *a, const void *b);
+/// The median of v[0..n) (0 if n <= 0); sorts v.
+double qk_median(double *v, int n);
+
 /// A running accumulator: feed it row by row, then qk_err_finish.
 typedef struct qk_err_acc {
     double ref2, err2, max_abs;

@@ -24,11 +24,6 @@ void qk_outlier_rule_describe(const qk_outlier_rule *r, char *buf, size_t len) {
     else snprintf(buf, len, "absmax > %g", r->abs_thr);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double qk_channel_stats(const float *x, size_t ldx, size_t M, size_t K, double *absmax, double *kurt, double *crest) {
     double *am = malloc(K * sizeof *am), *srt = malloc(K * sizeof *srt);
     if (!am || !srt) {
@@ -54,7 +49,7 @@ double qk_channel_stats(const float *x, size_t ldx, size_t M, size_t K, double *
         }
     }
     memcpy(srt, am, K * sizeof *srt);
-    qsort(srt, K, sizeof *srt, cmp_double);
+    qsort(srt, K, sizeof *srt, qk_cmp_double);
     double med = K % 2 ? srt[K / 2] : 0.5 * (srt[K / 2 - 1] + srt[K / 2]);
     for (size_t k = 0; k < K; k++) {
         if (absmax) absmax[k] = am[k];
@@ -115,7 +110,7 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int cmp_dbl(const void *a, const void *b) { return cmp_double(a, b); }
+static int cmp_dbl(const void *a, const void *b) { return qk_cmp_double(a, b); }
 
 /* The kernels a run uses: NULL = the dispatcher's choice. */
 typedef struct okern {

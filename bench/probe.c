@@ -2,6 +2,7 @@
  * cores), the cache levels at the knees of that curve, and per-tier f32 FMA
  * and int8 dot peaks (DESIGN §4). Cached in <results>/<machine>/machine.json. */
 #include "probe.h"
+#include "metrics.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,17 +56,11 @@ static void touch_task(void *ctx, int tid, int n) {
     memset(j->buf[tid], 1 + tid, j->bytes);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(const double *v, int n) {
     double t[QKB_MAX_POINTS];
     if (n <= 0) return 0;
     memcpy(t, v, (size_t)n * sizeof *t);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return qk_median(t, n);
 }
 
 /* Up to 2 x QKB_DRAM_LLC_FACTOR x hwloc's largest cache, 256 MiB .. 1 GiB (a
@@ -91,7 +86,7 @@ static int sweep_sizes(double *s, size_t max) {
         for (int k = 0; k < 3; k++)
             if (hint[k] >= SWEEP_MIN && hint[k] <= (double)max) s[n++] = hint[k];
     }
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    qsort(s, (size_t)n, sizeof *s, qk_cmp_double);
     int m = 0;
     for (int i = 0; i < n; i++) {
         double r = floor(s[i] / 512) * 512;
@@ -170,8 +165,8 @@ static void regions_task(void *ctx, int tid, int n) {
     j->sink[tid & 63] = s;
 }
 
-double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
-    regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
+/* Bytes the threads of pool read of the regions (their shares). */
+static double regions_bytes(qkb_pool *pool, const qkb_region *r, size_t n) {
     int threads = pool ? qkb_pool_size(pool) : 1;
     double bytes = 0;
     for (int t = 0; t < threads; t++)
@@ -179,8 +174,25 @@ double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
             const unsigned char *p;
             bytes += (double)region_share(&r[i], t, threads, &p);
         }
+    return bytes;
+}
+
+double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
+    regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
+    double bytes = regions_bytes(pool, r, n);
     if (!j.read || bytes <= 0) return 0;
     return trials(pool, regions_task, &j, bytes, 0, 0);
+}
+
+double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n) {
+    regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
+    double bytes = regions_bytes(pool, r, n);
+    if (!j.read || bytes <= 0) return 0;
+    double t0 = qkb_seconds();
+    if (pool) qkb_pool_run(pool, regions_task, &j);
+    else regions_task(&j, 0, 1);
+    double t1 = qkb_seconds();
+    return t1 > t0 ? bytes / (t1 - t0) : 0;
 }
 
 /* The best read loop this CPU runs (its tier's name in tier) and one buffer of

@@ -84,6 +84,8 @@ typedef struct qkb_region {
 /// time against; a limit would be the best pass). Thread t of `pool` (NULL: the
 /// calling thread alone) reads the t-th share of every region. 0 if it cannot run.
 double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n);
+/// One timed pass of the same read, untouched before (cold buffers stay cold): bytes/s, 0 if it cannot run.
+double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n);
 
 /// The last-level cache size the cold rotation and the DRAM figure are based on:
 /// the largest measured cache level, or hwloc's size for it when larger and not

@@ -1,5 +1,6 @@
 /* Rows: statistics, speed-ups, results.json / results.csv / summary.md. */
 #include "rows.h"
+#include "metrics.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,11 +9,6 @@
 #include "emulation.h"
 #include "qk/kernels.h"
 #include "results.h"
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n, int64_t iterations) {
     memset(r, 0, sizeof *r);
@@ -40,7 +36,7 @@ void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n
     memcpy(t, times, (size_t)m * sizeof *t);
     r->ntimes = m < QKB_ROW_MAX_TIMES ? m : QKB_ROW_MAX_TIMES;
     memcpy(r->times, times, (size_t)r->ntimes * sizeof *t);
-    qsort(t, (size_t)m, sizeof *t, cmp_double);
+    qsort(t, (size_t)m, sizeof *t, qk_cmp_double);
     if (m > 0) {
         r->median_s = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
         r->min_s = t[0];
@@ -131,6 +127,17 @@ static void row_json(qkw *w, const qkb_row *r) {
     qkw_arr(w);
     for (int i = 0; i < r->ntimes; i++) qkw_num(w, r->times[i]);
     qkw_end_arr(w);
+    if (r->npairs) {
+        qkw_key(w, "read_pairs_gbps");
+        qkw_arr(w);
+        for (int i = 0; i < r->npairs; i++) {
+            qkw_arr(w);
+            qkw_num(w, r->pairs[i][0]);
+            qkw_num(w, r->pairs[i][1]);
+            qkw_end_arr(w);
+        }
+        qkw_end_arr(w);
+    }
     qkw_end_obj(w);
 }
 
@@ -271,6 +278,13 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         r->of_read = qkj_num(qkj_get(o, "of_read"), 0);
         const qkj *ts = qkj_get(o, "times_s");
         for (size_t k = 0; ts && ts->type == QKJ_ARR && k < ts->n && k < QKB_ROW_MAX_TIMES; k++) r->times[r->ntimes++] = qkj_num(ts->items[k], 0);
+        const qkj *ps = qkj_get(o, "read_pairs_gbps");
+        for (size_t k = 0; ps && ps->type == QKJ_ARR && k < ps->n && k < QKB_ROW_MAX_PAIRS; k++) {
+            const qkj *pk = ps->items[k];
+            if (pk->type != QKJ_ARR || pk->n != 2) continue;
+            r->pairs[r->npairs][0] = qkj_num(pk->items[0], 0);
+            r->pairs[r->npairs++][1] = qkj_num(pk->items[1], 0);
+        }
     }
     qkj_free(root);
     return 0;
@@ -471,8 +485,9 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     }
     fprintf(f, "## Best variant per op and mode\n\nroofline = min(peak ops of the tier, bandwidth of the level the working set lives in × "
                "arithmetic intensity); the %% is the measured rate over it. Cold rows also give their rate over a plain read "
-               "(the probe's loop, same threads, median of 9 passes) of their own rotated buffers, right before and after the row (the larger): "
-               "what DRAM gave at that moment, which on a shared machine can be far from the cached probe.\n\n");
+               "(the probe's loop, same threads) of their own rotated buffers, call by call: one call, then one pass of the read over "
+               "the next copy, 21 times, the median of the ratios. That is the fraction of what DRAM gave at that moment, which on a "
+               "shared machine can be far from the cached probe and moves within tens of milliseconds.\n\n");
     qkb_rows_table(f, rows, n, 1);
     fprintf(f, "\n");
     tiers_table(f, rows, n);

@@ -24,10 +24,12 @@
 ///   roofline    fraction of roofline = roofline_s / median_s
 ///   bound       which limit sets the roofline: compute or memory
 ///   speedup_vs_scalar   median of the scalar variant of the same row / this median (0 if none)
-///   read_gbps   cold rows: a plain read (the probe's loop, median of 9 passes) of the row's own rotated
-///               buffers with its threads, right before and right after its repetitions, the larger
-///               (0: not measured)
-///   of_read     gbps / read_gbps: the fraction of what this machine read from DRAM at that moment
+///   read_pairs_gbps  cold rows (results.json only): after the repetitions, [kernel, read] GB/s of
+///               alternating single calls and single plain-read passes (the probe's loop, its threads)
+///               over the row's own rotated buffers, each pair a few milliseconds apart
+///   read_gbps   the median read of those pairs (0: not measured)
+///   of_read     the median over the pairs of kernel / read: the fraction of what a plain read got from
+///               DRAM at the same moment (on a shared machine DRAM moves within tens of milliseconds)
 ///   headline    1 if the row is in the compact table
 ///   emulated    true if the CPU was emulated (qemu-user, ...): the timings are the emulator's
 #ifndef QKB_ROWS_H
@@ -40,6 +42,7 @@
 #include "json.h"
 
 #define QKB_ROW_MAX_TIMES 64
+#define QKB_ROW_MAX_PAIRS 32
 
 typedef struct qkb_row {
     char name[200], op[12], what[24], kernel[96], tier[16], format[8], scales[4], cache[8];
@@ -54,6 +57,8 @@ typedef struct qkb_row {
     double read_gbps, of_read;
     int ntimes;
     double times[QKB_ROW_MAX_TIMES];
+    int npairs;
+    double pairs[QKB_ROW_MAX_PAIRS][2]; /* read_pairs_gbps: [kernel, read] */
 } qkb_row;
 
 /// Fill a row from a case and its per-repetition times (seconds per call).
