@@ -3,6 +3,9 @@
  * vpmaddwd). The including file defines
  *   GM_DOT(acc, w_u8, a_s8)   acc + Σ4 w·a per dword (w unsigned <= 15, a signed)
  *   GM_DOT8(acc, w_u8, a_s8)  the same for any unsigned w (0..255); defaults to GM_DOT
+ *   GM_W8_OFF                 what GM_DOT8 leaves to the lane start: 128 (the default) when
+ *                             it dots the stored u8 = int8 + 128, 0 when it dots the int8
+ *                             code itself (w_u8 ^ 0x80)
  *   GM_PF_L1                  1: the next slice's weights are prefetched into L1
  *                             (gm_pf_group_l1) by every path but the 4-bit g = 32 one, and
  *                             the 8-bit g = 32 path also prefetches the next row tile's
@@ -37,6 +40,9 @@
 #ifndef GM_DOT8
 #define GM_DOT8 GM_DOT
 #endif
+#ifndef GM_W8_OFF
+#define GM_W8_OFF 128
+#endif
 #ifndef GM_PF_L1
 #define GM_PF_L1 0
 #endif
@@ -47,7 +53,7 @@ enum { GM_MR = 4, GM_NB = 3, GM_NR = 16 * GM_NB };
 typedef enum { GM_W4S, GM_W4A, GM_W8S, GM_Q4_0, GM_Q8_0 } gm_fmt;
 
 QK_INLINE int gm_bits(gm_fmt f) { return f == GM_W8S || f == GM_Q8_0 ? 8 : 4; }
-QK_INLINE int gm_off(gm_fmt f) { return gm_bits(f) == 8 ? 128 : f == GM_W4A ? 0 : 8; }
+QK_INLINE int gm_off(gm_fmt f) { return gm_bits(f) == 8 ? GM_W8_OFF : f == GM_W4A ? 0 : 8; }
 /* Values of K per slice: the tile's weights for one slice (32 KiB) stay in L1. */
 QK_INLINE size_t gm_slice(gm_fmt f) { return gm_bits(f) == 8 ? 512 : 1024; }
 
