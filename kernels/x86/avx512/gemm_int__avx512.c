@@ -1,7 +1,8 @@
 /* Integer-mode gemm (any M), AVX-512 BW without VNNI: the 4×48 tile of
  * gemm_int_body.h with vpmaddubsw + vpmaddwd as the byte dot product.
  * 4-bit codes (<= 15) times int8 activations never saturate vpmaddubsw's
- * int16 pairs (2·15·127). 8-bit weights as stored (int8 + 128, up to 255)
+ * int16 pairs (2·15·127), nor do four steps of them summed in int16
+ * before one vpmaddwd (GM_I16: 8·2·15·127 = 30480). 8-bit weights as stored (int8 + 128, up to 255)
  * would, so the 8-bit dot takes the int8 code q = w ^ 0x80 itself: |q| is
  * the unsigned side and the activation takes q's sign (a where q >= 0, -a
  * where q < 0), so every product is q·a and a pair is at most 2·128·127 =
@@ -25,6 +26,9 @@ static inline __attribute__((always_inline)) __m512i gm_dot8(__m512i acc, __m512
 }
 #define GM_DOT8(acc, w, a) gm_dot8(acc, w, a)
 #define GM_W8_OFF 0
+#define GM_I16 1
+#define GM_DOT16(p, w, a) _mm512_add_epi16(p, _mm512_maddubs_epi16(w, a))
+#define GM_WIDEN(acc, p) _mm512_add_epi32(acc, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))
 
 #include "x86/avx512/gemm_int_body.h"
 

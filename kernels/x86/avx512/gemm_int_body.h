@@ -3,6 +3,11 @@
  * vpmaddwd). The including file defines
  *   GM_DOT(acc, w_u8, a_s8)   acc + Σ4 w·a per dword (w unsigned <= 15, a signed)
  *   GM_DOT8(acc, w_u8, a_s8)  the same for any unsigned w (0..255); defaults to GM_DOT
+ *   GM_DOT16(p, w_u8, a_s8), GM_WIDEN(acc, p)
+ *                             optional (GM_I16 1): p + the int16 pair sums of w·a (w <= 15,
+ *                             |a| <= 127), and acc + p widened to Σ4 per dword. 4-bit steps
+ *                             then sum 4 steps (8 products of at most 2·15·127 per int16
+ *                             lane: 30480) before one widening, instead of widening each
  *   GM_W8_OFF                 what GM_DOT8 leaves to the lane start: 128 (the default) when
  *                             it dots the stored u8 = int8 + 128, 0 when it dots the int8
  *                             code itself (w_u8 ^ 0x80)
@@ -42,6 +47,9 @@
 #endif
 #ifndef GM_W8_OFF
 #define GM_W8_OFF 128
+#endif
+#ifndef GM_I16
+#define GM_I16 0
 #endif
 #ifndef GM_PF_L1
 #define GM_PF_L1 0
@@ -267,9 +275,41 @@ QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uin
     }
 }
 
+#if GM_I16
+/* 4-bit codes, ns <= 4 steps from column k summed in int16 (GM_DOT16), then
+ * widened into acc. */
+QK_INLINE void gm_steps16(size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t ns) {
+    __m512i p[GM_MR][GM_NB];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) p[m][b] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (size_t s = 0; s < ns; s++) {
+        __m512i lo[GM_NB], hi[GM_NB];
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            __m512i v = _mm512_loadu_si512(cp + (s * GM_NB + b) * 64);
+            lo[b] = _mm512_and_si512(v, m4);
+            hi[b] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        GM_UNROLL for (size_t m = 0; m < mr; m++) {
+            __m512i a0 = gm_act4(xr[m] + k + 8 * s), a1 = gm_act4(xr[m] + k + 8 * s + 4);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) p[m][b] = GM_DOT16(p[m][b], lo[b], a0);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) p[m][b] = GM_DOT16(p[m][b], hi[b], a1);
+        }
+    }
+    GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_WIDEN(acc[m][b], p[m][b]);
+}
+#endif
+
 /* nsteps whole steps from column k, codes at cp. */
 QK_INLINE void gm_steps_full(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t nsteps) {
     const size_t ks = gm_kstep(f);
+#if GM_I16
+    if (gm_bits(f) == 4) {
+        for (size_t s = 0; s < nsteps; s += 4)
+            gm_steps16(mr, acc, cp + s * GM_NB * 64, xr, k + s * ks, nsteps - s < 4 ? nsteps - s : 4);
+        return;
+    }
+#endif
 #pragma GCC unroll 8
     for (size_t s = 0; s < nsteps; s++) gm_step(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * ks);
 }
@@ -442,7 +482,7 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
         }
         const int8_t *xk[GM_MR];
         GM_UNROLL for (size_t m = 0; m < mr; m++) xk[m] = xr[m] + 32 * j;
-        GM_UNROLL for (size_t s = 0; s < steps; s++) gm_step(f, mr, acc, gp + s * GM_NB * 64, xk, s * gm_kstep(f));
+        gm_steps_full(f, mr, acc, gp, xk, 0, steps);
         const float *sw = (const float *)(gp + steps * GM_NB * 64);
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
             __m512 s = _mm512_loadu_ps(sw + 16 * b);
