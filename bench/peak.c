@@ -60,13 +60,13 @@ uint64_t qkb_read__scalar(const void *buf, size_t bytes) {
 const qkb_peak_tier qkb_peak_tiers[] = {
     {QK_TIER_SCALAR, qkb_peak_f32__scalar, qkb_peak_i8__scalar, NULL, "mulss+addss", "imul+add", qkb_read__scalar},
 #if QK_HAVE_AVX2
-    {QK_TIER_AVX2, qkb_peak_f32__avx2, qkb_peak_i8__avx2, qkb_peak_i8g32__avx2, "vfmadd231ps ymm", "vpmaddubsw+vpmaddwd+vpaddd ymm", qkb_read__avx2},
+    {QK_TIER_AVX2, qkb_peak_f32__avx2, qkb_peak_i8__avx2, qkb_peak_i8g32__avx2, "vfmadd231ps ymm", "vpmaddubsw+vpaddw ymm, vpmaddwd per 8", qkb_read__avx2},
 #endif
 #if QK_HAVE_AVXVNNI
     {QK_TIER_AVXVNNI, qkb_peak_f32__avx2, qkb_peak_i8__avxvnni, qkb_peak_i8g32__avxvnni, "vfmadd231ps ymm", "vpdpbusd ymm (VEX)", NULL},
 #endif
 #if QK_HAVE_AVX512
-    {QK_TIER_AVX512, qkb_peak_f32__avx512, qkb_peak_i8__avx512, qkb_peak_i8g32__avx512, "vfmadd231ps zmm", "vpmaddubsw+vpmaddwd+vpaddd zmm", qkb_read__avx512},
+    {QK_TIER_AVX512, qkb_peak_f32__avx512, qkb_peak_i8__avx512, qkb_peak_i8g32__avx512, "vfmadd231ps zmm", "vpmaddubsw+vpaddw zmm, vpmaddwd per 8", qkb_read__avx512},
 #endif
 #if QK_HAVE_AVX512VNNI
     {QK_TIER_AVX512VNNI, qkb_peak_f32__avx512, qkb_peak_i8__avx512vnni, qkb_peak_i8g32__avx512vnni, "vfmadd231ps zmm", "vpdpbusd zmm", NULL},

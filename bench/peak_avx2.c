@@ -40,20 +40,26 @@ double qkb_peak_f32__avx2(uint64_t iters, volatile double *sink) {
     return (double)iters * 12 * 8 * 2;
 }
 
-/* 4 chains of u8·s8 -> s16 pairs (vpmaddubsw), -> s32 (vpmaddwd by 1), accumulate. */
+/* 4 chains of u8·s8 -> s16 pairs (vpmaddubsw) summed in int16 (vpaddw),
+ * widened (vpmaddwd by 1, vpaddd) once per 8: the fastest exact int8 products
+ * here (as in peak_avx512.c). */
 double qkb_peak_i8__avx2(uint64_t iters, volatile double *sink) {
     __m256i s = _mm256_set1_epi8(-3), one = _mm256_set1_epi16(1);
     __m256i u0 = _mm256_set1_epi8(5), u1 = _mm256_set1_epi8(6), u2 = _mm256_set1_epi8(7), u3 = _mm256_set1_epi8(8);
     __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
     for (uint64_t it = 0; it < iters; it++) {
-        OPAQUE(u0); OPAQUE(u1); OPAQUE(u2); OPAQUE(u3);
-        c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(_mm256_maddubs_epi16(u0, s), one));
-        c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(_mm256_maddubs_epi16(u1, s), one));
-        c2 = _mm256_add_epi32(c2, _mm256_madd_epi16(_mm256_maddubs_epi16(u2, s), one));
-        c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(_mm256_maddubs_epi16(u3, s), one));
+        __m256i p0 = _mm256_setzero_si256(), p1 = p0, p2 = p0, p3 = p0;
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            OPAQUE(u0); OPAQUE(u1); OPAQUE(u2); OPAQUE(u3); /* nothing repeats that could be folded */
+            p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(u0, s)), p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(u1, s));
+            p2 = _mm256_add_epi16(p2, _mm256_maddubs_epi16(u2, s)), p3 = _mm256_add_epi16(p3, _mm256_maddubs_epi16(u3, s));
+        }
+        c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(p0, one)), c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(p1, one));
+        c2 = _mm256_add_epi32(c2, _mm256_madd_epi16(p2, one)), c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(p3, one));
     }
     *sink = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)));
-    return (double)iters * 4 * 32 * 2;
+    return (double)iters * 8 * 4 * 32 * 2;
 }
 
 /* The int8 dot with W8A8's per-group rescale at g = 32 (peak_i8g32.h): vpmaddubsw, vpmaddwd by 1, vpaddd. */
