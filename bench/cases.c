@@ -947,18 +947,6 @@ static int streams_dram(const qkb_case *c) {
     return c->res && c->cold && (c->kind == QKB_QUANTIZE || c->kind == QKB_DEQUANTIZE || c->kind == QKB_MATMUL);
 }
 
-double qkb_case_read_bw(qkb_case *c) {
-    qkb_res *r = c->res;
-    if (!streams_dram(c)) return 0;
-    qkb_region *reg = calloc((size_t)r->ncopies * 4, sizeof *reg);
-    size_t n = 0;
-    for (int i = 0; reg && i < r->ncopies; i++) n += copy_regions(c, i, reg + n);
-    if (!r->pool) qkb_pin_self(0);
-    double bw = reg ? qkb_read_regions_bw(r->pool, reg, n) : 0;
-    free(reg);
-    return bw;
-}
-
 int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen) {
     qkb_res *r = c->res;
     if (!streams_dram(c) || r->ncopies < 2) return 0;

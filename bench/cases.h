@@ -109,15 +109,11 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen);
 /// One call of the timed operation (the next buffer copy when cold).
 /// 0, or -1 with a message in err.
 int qkb_case_call(qkb_case *c, char *err, size_t errlen);
-/// A plain read (the probe's loop, median of 9 passes) of the buffers a set-up cold
-/// case streams, with its threads, each reading its share of every copy: the weight
-/// copies (codes, scales, offsets), and the f32 inputs of quantize or outputs of
-/// dequantize (its rotation is sized by inputs and outputs together, so reading the
-/// codes alone would be served by the LLC). Bytes/s; 0 for warm cases and other kinds.
-double qkb_case_read_bw(qkb_case *c);
 /// The kernel against a plain read, moment by moment: npairs times, one call of
-/// the case (timed) and right after it one pass of the plain read over the next
-/// copy's buffers (cold too), so that each pair sees the same DRAM. The rates
+/// the case (timed) and right after it one pass of the plain read (the probe's
+/// loop, the case's threads) over the buffers the next copy streams: the weight
+/// copy's codes, scales and offsets, and the f32 inputs of quantize or outputs of
+/// dequantize (cold too), so that each pair sees the same DRAM. The rates
 /// (bytes/s: the case's bytes per call, and the bytes read) into kernel_bw[i]
 /// and read_bw[i]. The number of pairs (0 for warm cases, other kinds, or a
 /// single copy), or -1 with a message in err if a call failed. Past `seconds`

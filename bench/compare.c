@@ -23,9 +23,7 @@ static double rel_sigma(const qkb_row *r) {
     if (r->ntimes >= 3) {
         double d[QKB_ROW_MAX_TIMES];
         for (int i = 0; i < r->ntimes; i++) d[i] = fabs(r->times[i] - r->median_s);
-        qsort(d, (size_t)r->ntimes, sizeof *d, qk_cmp_double);
-        double mad = r->ntimes % 2 ? d[r->ntimes / 2] : 0.5 * (d[r->ntimes / 2 - 1] + d[r->ntimes / 2]);
-        return 1.4826 * mad / r->median_s;
+        return 1.4826 * qk_median(d, r->ntimes) / r->median_s;
     }
     return r->spread / 4;
 }

@@ -260,11 +260,10 @@ static void time_plan(const acc_eval_cfg *c, qk_matmul_plan *p, const float *x, 
         t[n] = now_s() - t0;
         spent += t[n++];
     }
-    qsort(t, (size_t)n, sizeof t[0], qk_cmp_double);
     r->timed = 1;
     r->reps = n;
+    r->t_median = qk_median(t, n); /* t sorted */
     r->t_min = t[0];
-    r->t_median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     const qk_qmat *w = p->w;
     size_t ng = w->rows * (w->cols / w->group), ss = w->scale_type == QK_SCALE_F16 ? 2 : 4;
     double bytes = (double)(w->rows * w->row_bytes) + (w->scales ? (double)(ng * ss) : 0) + (w->mins ? (double)(ng * ss) : 0) +

@@ -49,8 +49,7 @@ double qk_channel_stats(const float *x, size_t ldx, size_t M, size_t K, double *
         }
     }
     memcpy(srt, am, K * sizeof *srt);
-    qsort(srt, K, sizeof *srt, qk_cmp_double);
-    double med = K % 2 ? srt[K / 2] : 0.5 * (srt[K / 2 - 1] + srt[K / 2]);
+    double med = qk_median(srt, (int)K);
     for (size_t k = 0; k < K; k++) {
         if (absmax) absmax[k] = am[k];
         if (crest) crest[k] = med > 0 ? am[k] / med : (am[k] > 0 ? INFINITY : 0);
@@ -109,8 +108,6 @@ static double now_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-
-static int cmp_dbl(const void *a, const void *b) { return qk_cmp_double(a, b); }
 
 /* The kernels a run uses: NULL = the dispatcher's choice. */
 typedef struct okern {
@@ -221,8 +218,7 @@ static double time_path(const opath *p, double min_time) {
         run_path(p);
         t[n++] = now_s() - t0;
     }
-    qsort(t, (size_t)n, sizeof t[0], cmp_dbl);
-    return t[n / 2];
+    return qk_median(t, n);
 }
 
 /* NMSE of y (double) against ref. */

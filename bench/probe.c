@@ -96,29 +96,25 @@ static int sweep_sizes(double *s, size_t max) {
 }
 
 /* Short timed trials of fn on every thread of pool (NULL: the calling thread
- * alone), each moving `bytes`, after one untimed call; bytes/s. best: the fastest
- * trial, a limit (many short trials, so that one without preemption is likely
- * even on a busy machine; it stops early once the two best agree within 2%);
- * else the median of TYPICAL_TRIALS, what a plain read typically got then, to
- * hold a median time against. */
-enum { TYPICAL_TRIALS = 9 };
-static double trials(qkb_pool *pool, qkb_task_fn fn, void *ctx, double bytes, double seconds, int best) {
-    double top = 0, second = 0, t_end = qkb_seconds() + seconds, all[40];
-    int n = 0;
-    for (int t = -1; t < (best ? 40 : TYPICAL_TRIALS); t++) {
+ * alone), each moving `bytes`, after one untimed call: the fastest, bytes/s, a
+ * limit (many short trials, so that one without preemption is likely even on a
+ * busy machine; it stops early once the two best agree within 2%, or after
+ * `seconds` and 3 trials). */
+static double trials(qkb_pool *pool, qkb_task_fn fn, void *ctx, double bytes, double seconds) {
+    double top = 0, second = 0, t_end = qkb_seconds() + seconds;
+    for (int t = -1; t < 40; t++) {
         double t0 = qkb_seconds();
         if (pool) qkb_pool_run(pool, fn, ctx);
         else fn(ctx, 0, 1);
         double t1 = qkb_seconds();
         if (t < 0) continue;
         double bw = bytes / (t1 - t0);
-        all[n++] = bw;
         if (bw > top) second = top, top = bw;
         else if (bw > second) second = bw;
-        if (best && t >= 4 && second > 0.98 * top) break;
-        if (best && t >= 2 && t1 > t_end) break;
+        if (t >= 4 && second > 0.98 * top) break;
+        if (t >= 2 && t1 > t_end) break;
     }
-    return best ? top : median(all, n);
+    return top;
 }
 
 /* Read bandwidth (aggregate bytes/s) of `bytes` per thread: the first call brings
@@ -127,7 +123,7 @@ static double measure_bw(qkb_pool *pool, read_job *j, size_t bytes) {
     const double target = (quick ? 4 : 8) * MiB;
     j->bytes = bytes;
     j->passes = (size_t)ceil(target / (double)bytes);
-    return trials(pool, read_task, j, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12, 1);
+    return trials(pool, read_task, j, (double)bytes * (double)j->passes * qkb_pool_size(pool), quick ? 0.03 : 0.12);
 }
 
 qkb_read_fn qkb_read_best(char *tier, size_t tn) {
@@ -175,13 +171,6 @@ static double regions_bytes(qkb_pool *pool, const qkb_region *r, size_t n) {
             bytes += (double)region_share(&r[i], t, threads, &p);
         }
     return bytes;
-}
-
-double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n) {
-    regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
-    double bytes = regions_bytes(pool, r, n);
-    if (!j.read || bytes <= 0) return 0;
-    return trials(pool, regions_task, &j, bytes, 0, 0);
 }
 
 double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n) {

@@ -79,12 +79,9 @@ typedef struct qkb_region {
     const void *p;
     size_t bytes;
 } qkb_region;
-/// Read bandwidth now (aggregate bytes/s) of the given buffers, with the probe's loop:
-/// the median of 9 passes (what a plain read typically got then, to hold a median
-/// time against; a limit would be the best pass). Thread t of `pool` (NULL: the
-/// calling thread alone) reads the t-th share of every region. 0 if it cannot run.
-double qkb_read_regions_bw(qkb_pool *pool, const qkb_region *r, size_t n);
-/// One timed pass of the same read, untouched before (cold buffers stay cold): bytes/s, 0 if it cannot run.
+/// Read bandwidth now (aggregate bytes/s) of the given buffers: one timed pass of the
+/// probe's loop, nothing touched before (cold buffers stay cold). Thread t of `pool`
+/// (NULL: the calling thread alone) reads the t-th share of every region. 0 if it cannot run.
 double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n);
 
 /// The last-level cache size the cold rotation and the DRAM figure are based on:

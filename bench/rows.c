@@ -36,9 +36,8 @@ void qkb_row_from_case(qkb_row *r, const qkb_case *c, const double *times, int n
     memcpy(t, times, (size_t)m * sizeof *t);
     r->ntimes = m < QKB_ROW_MAX_TIMES ? m : QKB_ROW_MAX_TIMES;
     memcpy(r->times, times, (size_t)r->ntimes * sizeof *t);
-    qsort(t, (size_t)m, sizeof *t, qk_cmp_double);
     if (m > 0) {
-        r->median_s = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
+        r->median_s = qk_median(t, m); /* t sorted */
         r->min_s = t[0];
         r->max_s = t[m - 1];
         double s = 0, s2 = 0;

@@ -50,6 +50,7 @@
 #endif
 #ifndef GM_I16
 #define GM_I16 0
+#define GM_DOT16 GM_DOT /* never taken: gm_step's i16 is 0 without GM_I16 */
 #endif
 #ifndef GM_PF_L1
 #define GM_PF_L1 0
@@ -251,7 +252,8 @@ static int32_t gm_act_sum(const int8_t *row, size_t k0, size_t k1) {
 }
 
 /* acc[m][b] += the dot of one step (4 or 8 values from column k), codes at cp. */
-QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k) {
+/* i16 (4-bit codes, GM_I16 only): acc holds int16 pair sums, added by GM_DOT16. */
+QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, int i16) {
     if (gm_bits(f) == 8) {
         __m512i wv[GM_NB];
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) wv[b] = _mm512_loadu_si512(cp + 64 * b);
@@ -269,8 +271,8 @@ QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uin
         }
         GM_UNROLL for (size_t m = 0; m < mr; m++) {
             __m512i a0 = gm_act4(xr[m] + k), a1 = gm_act4(xr[m] + k + 4);
-            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], lo[b], a0);
-            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_DOT(acc[m][b], hi[b], a1);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = i16 ? GM_DOT16(acc[m][b], lo[b], a0) : GM_DOT(acc[m][b], lo[b], a0);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = i16 ? GM_DOT16(acc[m][b], hi[b], a1) : GM_DOT(acc[m][b], hi[b], a1);
         }
     }
 }
@@ -278,24 +280,11 @@ QK_INLINE void gm_step(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uin
 #if GM_I16
 /* 4-bit codes, ns <= 4 steps from column k summed in int16 (GM_DOT16), then
  * widened into acc. */
-QK_INLINE void gm_steps16(size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t ns) {
+QK_INLINE void gm_steps16(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], const uint8_t *cp, const int8_t *const *xr, size_t k, size_t ns) {
     __m512i p[GM_MR][GM_NB];
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) p[m][b] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-    for (size_t s = 0; s < ns; s++) {
-        __m512i lo[GM_NB], hi[GM_NB];
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            __m512i v = _mm512_loadu_si512(cp + (s * GM_NB + b) * 64);
-            lo[b] = _mm512_and_si512(v, m4);
-            hi[b] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        }
-        GM_UNROLL for (size_t m = 0; m < mr; m++) {
-            __m512i a0 = gm_act4(xr[m] + k + 8 * s), a1 = gm_act4(xr[m] + k + 8 * s + 4);
-            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) p[m][b] = GM_DOT16(p[m][b], lo[b], a0);
-            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) p[m][b] = GM_DOT16(p[m][b], hi[b], a1);
-        }
-    }
+    for (size_t s = 0; s < ns; s++) gm_step(f, mr, p, cp + s * GM_NB * 64, xr, k + 8 * s, 1);
     GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = GM_WIDEN(acc[m][b], p[m][b]);
 }
 #endif
@@ -306,12 +295,12 @@ QK_INLINE void gm_steps_full(gm_fmt f, size_t mr, __m512i acc[GM_MR][GM_NB], con
 #if GM_I16
     if (gm_bits(f) == 4) {
         for (size_t s = 0; s < nsteps; s += 4)
-            gm_steps16(mr, acc, cp + s * GM_NB * 64, xr, k + s * ks, nsteps - s < 4 ? nsteps - s : 4);
+            gm_steps16(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * ks, nsteps - s < 4 ? nsteps - s : 4);
         return;
     }
 #endif
 #pragma GCC unroll 8
-    for (size_t s = 0; s < nsteps; s++) gm_step(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * ks);
+    for (size_t s = 0; s < nsteps; s++) gm_step(f, mr, acc, cp + s * GM_NB * 64, xr, k + s * ks, 0);
 }
 
 /* The last step of a row whose K is not a multiple of the step. */
