@@ -10,6 +10,12 @@
 #include "qk/kernels.h"
 #include "qk_build_config.h"
 
+/* Sizes of f32 data (a quantizer's input, a dequantizer's output) from which
+ * the x86 kernels treat it as streaming from memory: non-temporal stores,
+ * prefetch distances for DRAM. 8 MiB: larger than a core's L2 and a good
+ * share of a shared L3. */
+#define QK_STREAM_MIN_BYTES ((size_t)8 << 20)
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -96,13 +96,12 @@ QK_INLINE size_t qd_next3(size_t i) { return i == 2 ? 0 : i + 1; }
 
 #ifdef QD_WEIGHTS
 
-/* Inputs of at least STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
+/* Inputs of at least QK_STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
  * non-temporal stores when the code rows keep whole aligned lines: the code
  * lines are not read for ownership, which leaves the read stream more of the
  * memory bandwidth. */
-#define STREAM_MIN_BYTES ((size_t)8 << 20)
 static inline int use_stream(const qk_qmat *out) {
-    return out->rows * out->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 && out->row_bytes % 64 == 0;
+    return out->rows * out->cols * sizeof(float) >= QK_STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 && out->row_bytes % 64 == 0;
 }
 
 /* w4s, w8s: the full chunks of a fixed g. Returns the groups done. */
@@ -331,8 +330,8 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
         part[1] = block_part(p[1], QD_NOF(1), q4);
     }
     size_t c = 0, pc = 0;
-    if (total * 32 * sizeof(float) < STREAM_MIN_BYTES)
-        /* the steady state of inputs under STREAM_MIN_BYTES in a loop of its
+    if (total * 32 * sizeof(float) < QK_STREAM_MIN_BYTES)
+        /* the steady state of inputs under QK_STREAM_MIN_BYTES in a loop of its
          * own, without the end's tests, and chunk c+1 finished before chunk
          * c+2 is read (16x4096 warm, 1 thread, same process: q4_0 1.06x,
          * q8_0 1.05-1.08x; each change alone gains 1-2%). Larger inputs come

@@ -3,7 +3,7 @@
  *
  * Eight values per step: 4-bit codes are spread over int32 lanes by a
  * broadcast and a per-lane shift, 8-bit codes by a sign extension. Outputs
- * of at least STREAM_MIN_BYTES are written with non-temporal stores when
+ * of at least QK_STREAM_MIN_BYTES are written with non-temporal stores when
  * 32-byte aligned (no read-for-ownership of the f32 rows; see the avx512
  * variant). */
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
@@ -11,9 +11,6 @@
 #endif
 #include "x86/avx2/avx2_common.h"
 
-/* Outputs this large are streamed (8 MiB: larger than a core's L2 and a good
- * share of a shared L3). */
-#define STREAM_MIN_BYTES ((size_t)8 << 20)
 
 /* A full 8-float store: non-temporal when nt (p is then 32-byte aligned). */
 static inline void store8(float *p, __m256 v, int nt) {
@@ -23,7 +20,7 @@ static inline void store8(float *p, __m256 v, int nt) {
 
 /* Stream when the output is large and every full store is aligned. */
 static int use_stream(const qk_qmat *w, const float *y, size_t ldy) {
-    return w->rows * w->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)y & 31) == 0 && ldy % 8 == 0;
+    return w->rows * w->cols * sizeof(float) >= QK_STREAM_MIN_BYTES && ((uintptr_t)y & 31) == 0 && ldy % 8 == 0;
 }
 
 /* Codes 8i..8i+7 of a 4-bit row as int32 lanes (element 2i low nibble, 2i+1 high). */

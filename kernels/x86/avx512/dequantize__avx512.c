@@ -7,7 +7,7 @@
  * (c-8)·d (q4_0), the very products the reference computes. 8-bit formats
  * widen (vpmovsxbd), convert and multiply. Any g works (masked tails).
  *
- * Outputs of at least STREAM_MIN_BYTES (whose f32 rows do not stay in the
+ * Outputs of at least QK_STREAM_MIN_BYTES (whose f32 rows do not stay in the
  * caches anyway) are written with non-temporal stores when they are 64-byte
  * aligned: no read-for-ownership of the destination lines, and on an AMD
  * EPYC (Zen 5) 1024x4096 g32 from DRAM runs 25-35% faster than with plain
@@ -16,9 +16,6 @@
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
-/* Outputs this large are streamed (8 MiB: larger than a core's L2 and a good
- * share of a shared L3). */
-#define STREAM_MIN_BYTES ((size_t)8 << 20)
 
 /* A full 16-float store: non-temporal when nt (p is then 64-byte aligned). */
 QK_INLINE void st16(float *p, __m512 v, int nt) {
@@ -28,7 +25,7 @@ QK_INLINE void st16(float *p, __m512 v, int nt) {
 
 /* Stream when the output is large and every full store is aligned. */
 static int use_stream(const qk_qmat *w, const float *y, size_t ldy) {
-    return w->rows * w->cols * sizeof(float) >= STREAM_MIN_BYTES && ((uintptr_t)y & 63) == 0 && ldy % 16 == 0;
+    return w->rows * w->cols * sizeof(float) >= QK_STREAM_MIN_BYTES && ((uintptr_t)y & 63) == 0 && ldy % 16 == 0;
 }
 
 /* Scales (or offsets) of 16 consecutive groups as f32, n <= 16 valid. */
