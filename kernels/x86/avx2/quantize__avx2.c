@@ -19,6 +19,7 @@
 #error "this file needs the avx2 tier's flags"
 #endif
 #include "x86/avx2/avx2_common.h"
+#include "x86/quant_prefetch.h"
 
 /* Prefetch the two lines 16 KiB past x (32 floats): the rows stream from
  * DRAM when they are larger than the caches, and the hardware prefetcher
@@ -142,13 +143,10 @@ static inline void group_codes(int fmt, const float *x, size_t g, __m256 m, __m2
 
 enum { CHUNK = 8 };
 
-/* The second passes of the fixed-g paths prefetch PF_AHEAD(g) floats past
- * the lines they read: 16-32 KiB and at least two chunks ahead (the next
- * chunk is already being loaded by the first pass), spread over the code
- * arithmetic, as the avx512 tier. */
-#define PF_AHEAD(g) (64 * (g) < 4096 ? 4096 : 64 * (g) > 8192 ? 8192 : 64 * (g))
-QK_INLINE void prefetch_ahead(const float *p, size_t g, size_t nfloats) {
-    for (size_t l = 0; l < nfloats; l += 16) _mm_prefetch((const char *)(p + l + PF_AHEAD(g)), _MM_HINT_T0);
+/* The second passes of the fixed-g paths prefetch pfd floats past the lines
+ * they read (QK_QPF_FAR, x86/quant_prefetch.h). */
+QK_INLINE void prefetch_ahead(const float *p, size_t pfd, size_t nfloats) {
+    for (size_t l = 0; l < nfloats; l += 16) _mm_prefetch((const char *)(p + l + pfd), _MM_HINT_T0);
 }
 
 QK_INLINE void st32(void *p, __m256i v, int nt) {
@@ -220,13 +218,14 @@ QK_INLINE __m256i sym32(const float *x, __m256 id, int w8, int clamp) {
 
 /* Pass 2 over 8 groups: the codes. */
 QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
+    const size_t pfd = QK_QPF_FAR(g); /* not qk_quant_pf_floats: the near distance is measured on avx512 only */
     if (w8) {
         int8_t *dst = (int8_t *)out->codes + G0 * g;
 #pragma GCC unroll 8
         for (size_t i = 0; i < CHUNK; i++) {
             __m256 id = _mm256_broadcast_ss(ids + i);
             for (size_t k = 0; k < g; k += 32) {
-                prefetch_ahead(p[i] + k, g, 32);
+                prefetch_ahead(p[i] + k, pfd, 32);
                 st32(dst + i * g + k, sym32(p[i] + k, id, 1, clamp), nt);
             }
         }
@@ -235,7 +234,7 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
         if (g == 32) {
 #pragma GCC unroll 4
             for (size_t i = 0; i < CHUNK; i += 2) {
-                prefetch_ahead(p[i], g, 64); /* the two groups are adjacent unless a row ends between them */
+                prefetch_ahead(p[i], pfd, 64); /* the two groups are adjacent unless a row ends between them */
                 __m256i a = sym32(p[i], _mm256_broadcast_ss(ids + i), 0, clamp);
                 __m256i b = sym32(p[i + 1], _mm256_broadcast_ss(ids + i + 1), 0, clamp);
                 st32(dst + i * 16, nibbles64(a, b, 8), nt);
@@ -245,7 +244,7 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
             for (size_t i = 0; i < CHUNK; i++) {
                 __m256 id = _mm256_broadcast_ss(ids + i);
                 for (size_t k = 0; k < g; k += 64) {
-                    prefetch_ahead(p[i] + k, g, 64);
+                    prefetch_ahead(p[i] + k, pfd, 64);
                     st32(dst + (i * g + k) / 2, nibbles64(sym32(p[i] + k, id, 0, clamp), sym32(p[i] + k + 32, id, 0, clamp), 8), nt);
                 }
             }
@@ -349,11 +348,12 @@ QK_INLINE __m256i w4a32(const float *x, __m256 m, __m256 id) {
 QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
                        int nt) {
     (void)clamp; /* w4a32 clamps on the packed bytes */
+    const size_t pfd = QK_QPF_FAR(g); /* as sym_emit */
     uint8_t *dst = out->codes + G0 * g / 2;
     if (g == 32) {
 #pragma GCC unroll 4
         for (size_t i = 0; i < CHUNK; i += 2) {
-            prefetch_ahead(p[i], g, 64);
+            prefetch_ahead(p[i], pfd, 64);
             __m256i a = w4a32(p[i], _mm256_broadcast_ss(ms + i), _mm256_broadcast_ss(ids + i));
             __m256i b = w4a32(p[i + 1], _mm256_broadcast_ss(ms + i + 1), _mm256_broadcast_ss(ids + i + 1));
             st32(dst + i * 16, nibbles64(a, b, 0), nt);
@@ -363,7 +363,7 @@ QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qma
         for (size_t i = 0; i < CHUNK; i++) {
             __m256 id = _mm256_broadcast_ss(ids + i), m = _mm256_broadcast_ss(ms + i);
             for (size_t k = 0; k < g; k += 64) {
-                prefetch_ahead(p[i] + k, g, 64);
+                prefetch_ahead(p[i] + k, pfd, 64);
                 st32(dst + (i * g + k) / 2, nibbles64(w4a32(p[i] + k, m, id), w4a32(p[i] + k + 32, m, id), 0), nt);
             }
         }
@@ -463,7 +463,7 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
 #pragma GCC unroll 8
     for (size_t i = 0; i < CHUNK; i++) {
         if (i >= n) break;
-        prefetch_ahead(p[i], 32, 32);
+        prefetch_ahead(p[i], QK_QPF_FAR(32), 32);
         if (!(live >> i & 1)) continue;
         uint8_t *blk = codes + (B0 + i) * bs;
         qk_wr16(blk, hs[i]);

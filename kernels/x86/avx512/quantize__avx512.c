@@ -17,32 +17,18 @@
  * The chunk loops are x86/quant_driver.h, shared with the avx2 tier; this
  * file supplies the passes. */
 #include "x86/avx512/avx512_common.h"
+#include "x86/quant_prefetch.h"
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
 enum { CHUNK = 16 };
 
-/* Prefetch for DRAM-resident rows (w4s, w8s, w4a): the second pass over a
- * chunk prefetches the lines PF_AHEAD(g) floats past those it reads, 16-32
- * KiB and at least two chunks of 16 groups (the next chunk is already loaded
- * by then). Spread over the time of the arithmetic, these keep more lines in
- * flight than prefetches issued in bursts with the first pass's loads, or
- * than a shorter distance: 1024x4096 from DRAM g32 w4s 34 -> 46-54 GB/s.
- * q4_0/q8_0 do the same with their 32-value blocks. */
-#define PF_AHEAD(g) (4 * CHUNK * (g) < 4096 ? 4096 : 4 * CHUNK * (g) > 8192 ? 8192 : 4 * CHUNK * (g))
-/* Inputs under QK_STREAM_MIN_BYTES (cache-resident) prefetch 16 KiB ahead
- * at g = 128 too: 32 KiB ahead pulls lines into the 48 KiB L1 that evict the
- * chunk pass 2 is about to read. A/B in one process (old and new builds
- * alternated, three runs each), 16x4096 from L2: g = 128 w4s, w4a, w8s take
- * 8-20% less time (6-14% in a busy hour); g = 256 was 0-4% slower at 16 KiB,
- * so it keeps 32. */
-QK_INLINE size_t pf_ahead(const qk_qmat *out, size_t g) {
-    return g <= 128 && out->rows * out->cols * sizeof(float) < QK_STREAM_MIN_BYTES ? 4096 : PF_AHEAD(g);
-}
+/* The second pass over a chunk prefetches the lines qk_quant_pf_floats
+ * (x86/quant_prefetch.h) past those it reads; q4_0/q8_0 do the same with
+ * their 32-value blocks. */
 QK_INLINE void prefetch_lines(const float *p) {
     for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
 }
-QK_INLINE void prefetch64_ahead(const float *p, size_t g) { prefetch_lines(p + PF_AHEAD(g)); }
 
 QK_INLINE void st64(void *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512(p, v);
@@ -150,13 +136,13 @@ QK_INLINE __m256i nibbles_of_bytes(__m512i q, int off) {
 /* Pass 2 over 16 groups: the codes. */
 QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
     const float qmax = w8 ? 127.0f : 7.0f;
-    const size_t pfd = pf_ahead(out, g);
+    const size_t pfd = qk_quant_pf_floats(out, g);
     if (w8) {
         int8_t *dst = (int8_t *)out->codes + G0 * g;
         if (g == 32) {
             for (size_t i = 0; i < CHUNK; i += 2) {
                 __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-                prefetch64_ahead(p[i], g);
+                prefetch_lines(p[i] + pfd);
                 __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
                 __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
                 __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
@@ -181,7 +167,7 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
         if (g == 32) {
             for (size_t i = 0; i < CHUNK; i += 2) {
                 __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-                prefetch64_ahead(p[i], g);
+                prefetch_lines(p[i] + pfd);
                 __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
                 __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
                 __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
@@ -455,13 +441,13 @@ QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *ou
 /* Pass 2 over 16 groups: the codes. */
 QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
                        int nt) {
-    const size_t pfd = pf_ahead(out, g);
+    const size_t pfd = qk_quant_pf_floats(out, g);
     uint8_t *dst = out->codes + G0 * g / 2;
     if (g == 32) { /* ids hold 2/stored(d) (w4a_stats) */
         for (size_t i = 0; i < CHUNK; i += 2) {
             __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
             __m512 m0 = _mm512_set1_ps(ms[i]), m1 = _mm512_set1_ps(ms[i + 1]);
-            prefetch64_ahead(p[i], g);
+            prefetch_lines(p[i] + pfd);
             __m512i a = w4a_codes2(_mm512_loadu_ps(p[i]), m0, id0, clamp);
             __m512i b = w4a_codes2(_mm512_loadu_ps(p[i] + 16), m0, id0, clamp);
             __m512i c = w4a_codes2(_mm512_loadu_ps(p[i + 1]), m1, id1, clamp);
@@ -610,11 +596,11 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
         size_t i = 0;
         if (live == 0xffff) /* pairs of blocks */
             for (; i < CHUNK; i += 2) {
-                prefetch64_ahead(p[i], 32);
+                prefetch_lines(p[i] + QK_QPF_FAR(32));
                 q4_0_pair(p[i], p[i + 1], _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]), codes + (B0 + i) * QK_Q4_0_BYTES, hs + i);
             }
         for (; i < n; i++) {
-            if (!(i & 1)) prefetch64_ahead(p[i], 32);
+            if (!(i & 1)) prefetch_lines(p[i] + QK_QPF_FAR(32));
             if ((live >> i) & 1) {
                 qk_wr16(codes + (B0 + i) * QK_Q4_0_BYTES, hs[i]);
                 q4_0_block(p[i], _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
@@ -626,7 +612,7 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
     if (live == 0xffff) /* pairs of blocks: 64 codes packed at once */
         for (; i < CHUNK; i += 2) {
             __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-            prefetch64_ahead(p[i], 32);
+            prefetch_lines(p[i] + QK_QPF_FAR(32));
             __m512i q = pack64_epi8(qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id0)),
                                     qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id0)),
                                     qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i + 1]), id1)),
