@@ -14,6 +14,7 @@ import csv
 import json
 import statistics
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -226,6 +227,13 @@ def t_probe(q):
     print("levels:", ", ".join("%s %.0f GB/s" % (l["name"], l["read_gbps_1t"]) for l in lv))
 
 
+def pairs_at_row_rate(r):
+    """(ok, the pairs' fastest call, the row's fastest repetition) in GB/s: ok when within 5x."""
+    fast = max(p[0] for p in r["read_pairs_gbps"])
+    best = r["bytes"] / r["min_s"] / 1e9
+    return 0.2 < fast / best < 5, fast, best
+
+
 def t_json(q):
     d = q.fresh("json")
     args = ["--shape", "1x256x512", "--group", "32", "--reps", "2", "--min-time", "0.002", "--filter", "/(w4s|q8_0|a8)/"]
@@ -266,10 +274,21 @@ def t_json(q):
                           "%s: read_gbps %s is not the median read of its pairs" % (r["name"], r["read_gbps"]))
                     check(abs(r["of_read"] - med([p[0] / p[1] for p in pairs])) <= 1e-3 * r["of_read"],
                           "%s: of_read %s is not the median ratio of its pairs" % (r["name"], r["of_read"]))
-                    # the calls of the pairs are the row's kernel: their median rate is the row's, within
-                    # what DRAM moves on a shared machine
-                    check(0.2 < med([p[0] for p in pairs]) / r["gbps"] < 5,
-                          "%s: pairs' calls at %.1f GB/s, the row at %.1f" % (r["name"], med([p[0] for p in pairs]), r["gbps"]))
+                    # the calls of the pairs are the row's kernel on the row's buffers: the fastest call
+                    # runs at the rate of the row's fastest repetition, within what DRAM moves on a
+                    # shared machine. On a busy host a whole row (its repetitions, or its pairs) can
+                    # run 5-30x slow for a few hundred ms, so a row that fails is measured again (up
+                    # to twice, alone); a pair loop calling another kernel or other buffers fails
+                    # every time.
+                    ok, fast, best = pairs_at_row_rate(r)
+                    for _ in range(2):
+                        if ok:
+                            break
+                        again = q.fresh("json-again")
+                        if q.bench(again, *args[:-2], "--filter", "^%s$" % re.escape(r["name"])) == 0:
+                            ok, fast, best = pairs_at_row_rate(load(os.path.join(again, "results.json"))["rows"][0])
+                    check(ok, "%s: pairs' fastest call at %.1f GB/s, the row's fastest repetition at %.1f (three times)" % (
+                        r["name"], fast, best))
             elif r["cache"] == "warm":
                 check(r["read_gbps"] == 0 and r["of_read"] == 0 and "read_pairs_gbps" not in r,
                       "%s: a warm row has a plain-read reference" % r["name"])
