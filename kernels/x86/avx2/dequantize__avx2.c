@@ -11,7 +11,6 @@
 #endif
 #include "x86/avx2/avx2_common.h"
 
-
 /* A full 8-float store: non-temporal when nt (p is then 32-byte aligned). */
 static inline void store8(float *p, __m256 v, int nt) {
     if (nt) _mm256_stream_ps(p, v);

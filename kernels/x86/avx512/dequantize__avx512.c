@@ -16,7 +16,6 @@
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
-
 /* A full 16-float store: non-temporal when nt (p is then 64-byte aligned). */
 QK_INLINE void st16(float *p, __m512 v, int nt) {
     if (nt) _mm512_stream_ps(p, v);
