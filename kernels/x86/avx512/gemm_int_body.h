@@ -12,9 +12,7 @@
  *                             it dots the stored u8 = int8 + 128, 0 when it dots the int8
  *                             code itself (w_u8 ^ 0x80)
  *   GM_PF_L1                  1: the next slice's weights are prefetched into L1
- *                             (gm_pf_group_l1) by every path but the 4-bit g = 32 one, and
- *                             the 8-bit g = 32 path also prefetches the next row tile's
- *                             activations (gm_apf_group); defaults to 0
+ *                             (gm_pf_group_l1), 0 (the default): into L2 (gm_pf_group)
  *
  * Register tile: GM_MR rows of X × GM_NR = 16·GM_NB columns of W. Lanes are
  * output columns; each vpdpbusd adds 4 consecutive k of one row of X
@@ -337,10 +335,13 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
 /* The same into L1: the next slice of the tile's weights (24-27 KiB) is
  * otherwise pulled from L2 by that slice's first row tile, which costs most
  * where few row tiles share a slice (M = 64: 16). A/B in one process, 1
- * thread, best of 9: W8A8 g32 (with gm_apf_group) 4096x14336 +1..6%,
- * 14336x4096 about +0.5%; W8A8 g128 M = 64 14336x4096 795 -> 864 GOP/s,
+ * thread, best of 9: W8A8 g128 M = 64 14336x4096 795 -> 864 GOP/s,
  * 4096x14336 +4..9% (median, three runs); W4A8 g128/g256/g = K and W8A8
- * g256/g = K within ±2%; M = 512 unchanged. */
+ * g256/g = K within ±2%; M = 512 unchanged. At g = 32 it is as fast as the
+ * L2 prefetch for 4-bit codes and as an L1 prefetch of the next row tile's
+ * activations (tried for 8-bit codes, dropped: within ±5% over five A/B
+ * runs of 64x4096x14336, 64x14336x4096 and 256x4096x4096 on the Oxide
+ * host), so every path takes it. */
 QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }
@@ -409,40 +410,10 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
     }
 }
 
-/* Software prefetch (into L1) of the activations the next row tile reads
- * in this K slice (g = 32): its rows' codes (nj·32 bytes each), spread over
- * the nj groups of the current tile (about 2 lines per group), and, at its
- * first groups, its rows' per-group sums and scales. Without it the next
- * tile's codes come from L2, or from L3 when the activations outgrow the
- * 1 MiB L2 (M = 512, K = 4096: 2 MiB; M = 64, K = 14336: 0.9 MiB next to the
- * weights streaming through). */
-typedef struct {
-    const int8_t *x;           /* codes of the next tile's row `row` at its first group */
-    const int32_t *sum;        /* its first row's sum of that group */
-    const float *sc;           /* and scale */
-    size_t rows, ldx, ldg, nj; /* rows (0: none), row stride in codes and in groups, groups */
-    size_t per, row, off;      /* lines per group; the next line to fetch: row, byte offset */
-} gm_apf;
-
-QK_INLINE void gm_apf_group(gm_apf *ap, size_t j) {
-    for (size_t i = 0; i < ap->per && ap->row < ap->rows; i++) {
-        _mm_prefetch((const char *)(ap->x + ap->off), _MM_HINT_T0);
-        ap->off += 64;
-        if (ap->off >= 32 * ap->nj) ap->off = 0, ap->row++, ap->x += ap->ldx;
-    }
-    if (j < ap->rows) {
-        const char *s = (const char *)(ap->sum + j * ap->ldg), *c = (const char *)(ap->sc + j * ap->ldg);
-        _mm_prefetch(s, _MM_HINT_T0);
-        _mm_prefetch(s + 4 * ap->nj - 4, _MM_HINT_T0);
-        _mm_prefetch(c, _MM_HINT_T0);
-        _mm_prefetch(c + 4 * ap->nj - 4, _MM_HINT_T0);
-    }
-}
-
 /* g = 32, whole groups [j0, j0 + nj): the common case, written with plain
  * pointer walks so the group loop stays small. */
 QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
-                         size_t j0, size_t nj, int first, gm_pf *pf, gm_apf *ap) {
+                         size_t j0, size_t nj, int first, gm_pf *pf) {
     const qk_qact *xq = a->xq;
     size_t K = a->K, ng = K / 32;
     const size_t gb = gm_group_bytes(f, 32), steps = 32 / gm_kstep(f);
@@ -485,14 +456,8 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
                 GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
             }
         }
-        /* 4-bit codes: 2-5% slower with both; the avx512 tier's 8-bit dot
-         * (two vpmaddubsw per step) 8-14% slower (A/B in one process) */
-        if (GM_PF_L1 && gm_bits(f) == 8) {
-            gm_pf_group_l1(pf);
-            gm_apf_group(ap, j);
-        } else {
-            gm_pf_group(pf);
-        }
+        if (GM_PF_L1) gm_pf_group_l1(pf);
+        else gm_pf_group(pf);
     }
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
         float *y = a->y + (m0 + m) * a->ldy + n0;
@@ -529,24 +494,12 @@ QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
             gm_pf pf = {nx, (size_t)(wend - nx) < sb ? wend : nx + sb, per};
             size_t m0 = 0;
             if (g == 32) {
-                size_t j0 = k0 / 32, nj = (k1 - k0) / 32, ng = K / 32;
-                const qk_qact *xq = a->xq;
-                gm_apf ap = {xq->codes, xq->sums, xq->scales, 0, K, ng, nj, 0, 0, 0};
-                ap.per = (GM_MR * ((32 * nj + 63) / 64) + nj - 1) / nj;
-                for (; m0 + GM_MR <= a->M; m0 += GM_MR) {
-                    size_t mn = m0 + GM_MR; /* the next row tile of this slice */
-                    ap.rows = a->M - mn < GM_MR ? a->M - mn : GM_MR;
-                    ap.row = ap.off = 0;
-                    ap.x = xq->codes + mn * K + j0 * 32;
-                    ap.sum = xq->sums + mn * ng + j0;
-                    ap.sc = xq->scales + mn * ng + j0;
-                    gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, first, &pf, &ap);
-                }
-                ap.rows = 0;
+                size_t j0 = k0 / 32, nj = (k1 - k0) / 32;
+                for (; m0 + GM_MR <= a->M; m0 += GM_MR) gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, first, &pf);
                 switch (a->M - m0) {
-                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, first, &pf, &ap); break;
-                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, first, &pf, &ap); break;
-                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, first, &pf, &ap); break;
+                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
+                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
+                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
                 default: break;
                 }
                 continue;
