@@ -74,12 +74,13 @@ static inline uint64_t tu_seed(void) {
 }
 
 /* Kinds of test data: each stresses a different part of the rules. */
-enum { TU_GAUSS, TU_UNIFORM, TU_OUTLIER, TU_TIES, TU_ZEROS, TU_TINY, TU_HUGE, TU_NEGEXT, TU_KINDS };
-static const char *const tu_kind_names[TU_KINDS] = {"gauss", "uniform", "outlier", "ties", "zeros", "tiny", "huge", "negext"};
+enum { TU_GAUSS, TU_UNIFORM, TU_OUTLIER, TU_TIES, TU_ZEROS, TU_TINY, TU_SMALL, TU_HUGE, TU_NEGEXT, TU_KINDS };
+static const char *const tu_kind_names[TU_KINDS] = {"gauss", "uniform", "outlier", "ties", "zeros", "tiny", "small", "huge", "negext"};
 
 /* Fill n floats of one kind. "ties" puts many values on x·id = k + 0.5 for a
  * group absmax of 7 or 127; "zeros" makes every other 32-group zero; "tiny" is
- * f32 denormals; "huge" is up to 1e37; "negext" makes a group's extreme negative. */
+ * f32 denormals; "small" is normal floats near 1e-38, whose groups' scales are
+ * subnormal with an inverse that is finite but overflows when doubled; "huge" is up to 1e37; "negext" makes a group's extreme negative. */
 static inline void tu_fill(tu_rng *r, float *x, size_t n, int kind) {
     for (size_t i = 0; i < n; i++) {
         double v;
@@ -89,6 +90,7 @@ static inline void tu_fill(tu_rng *r, float *x, size_t n, int kind) {
         case TU_TIES: v = (i % 32 == 0) ? 127.0 : (double)((int)(tu_next(r) % 255) - 127) + 0.5 * (tu_next(r) & 1 ? 1 : -1); break;
         case TU_ZEROS: v = ((i / 32) % 2) ? 0.0 : tu_gauss(r); break;
         case TU_TINY: v = tu_gauss(r) * 1e-39; break;
+        case TU_SMALL: v = tu_gauss(r) * 1.2e-38; break;
         case TU_HUGE: v = tu_gauss(r) * 1e37; break;
         case TU_NEGEXT: v = (i % 32 == 7) ? -50.0 : tu_gauss(r); break;
         default: v = tu_gauss(r); break;
