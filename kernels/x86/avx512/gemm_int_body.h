@@ -62,8 +62,7 @@ typedef enum { GM_W4S, GM_W4A, GM_W8S, GM_Q4_0, GM_Q8_0 } gm_fmt;
 QK_INLINE int gm_bits(gm_fmt f) { return f == GM_W8S || f == GM_Q8_0 ? 8 : 4; }
 QK_INLINE int gm_off(gm_fmt f) { return gm_bits(f) == 8 ? GM_W8_OFF : f == GM_W4A ? 0 : 8; }
 /* Values of K per slice: the tile's weights for one slice (32 KiB) stay in L1. */
-enum { GM_SLICE_MAX = 1024 };
-QK_INLINE size_t gm_slice(gm_fmt f) { return gm_bits(f) == 8 ? 512 : GM_SLICE_MAX; }
+QK_INLINE size_t gm_slice(gm_fmt f) { return gm_bits(f) == 8 ? 512 : 1024; }
 
 /* Values per step and steps per group (g rounded up). */
 QK_INLINE size_t gm_kstep(gm_fmt f) { return gm_bits(f) == 8 ? 4 : 8; }
@@ -434,22 +433,16 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
             if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
         }
     }
-    /* The offset correction -off·Σa of each row and group, added after the
-     * group's dots, not their starting value (a broadcast from a general
-     * register and three copies per row and group): W4A8 w4s 64x48x512 from
-     * L1 4-6% faster (three runs of a harness calling the kernel); through
-     * qkbench, 64x4096x14336 and 256x14336x4096 within -8..+2% (noise) */
-    int32_t corr[GM_MR][GM_SLICE_MAX / 32];
-    GM_UNROLL for (size_t m = 0; m < mr; m++) for (size_t j = 0; j < nj; j++) corr[m][j] = -off * sr[m][j];
     const uint8_t *gp = tp + j0 * gb;
     for (size_t j = 0; j < nj; j++, gp += gb) {
         __m512i acc[GM_MR][GM_NB];
-        GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = _mm512_setzero_si512();
+        GM_UNROLL for (size_t m = 0; m < mr; m++) {
+            __m512i c = _mm512_set1_epi32(-off * sr[m][j]);
+            GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
+        }
         const int8_t *xk[GM_MR];
         GM_UNROLL for (size_t m = 0; m < mr; m++) xk[m] = xr[m] + 32 * j;
         gm_steps_full(f, mr, acc, gp, xk, 0, steps);
-        if (off)
-            GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = _mm512_add_epi32(acc[m][b], _mm512_set1_epi32(corr[m][j]));
         const float *sw = (const float *)(gp + steps * GM_NB * 64);
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
             __m512 s = _mm512_loadu_ps(sw + 16 * b);
