@@ -216,6 +216,21 @@ QK_INLINE __m256i sym32(const float *x, __m256 id, int w8, int clamp) {
     return b;
 }
 
+/* w4s: code + 8 of 32 values, from t = trunc(x·2id) as int8 (the avx512
+ * tier's sym4_t and sym4_nibbles give the reasoning): code + 8 =
+ * avg(t + 16 - [t < 0], 0). The clamp (f16 scales) to [-7, 7] is one of t
+ * to [-14, 14]. */
+QK_INLINE __m256i sym4_32(const float *x, __m256 id2, int clamp) {
+    const __m256i z = _mm256_setzero_si256();
+    __m256i t = qk_avx2_pack_i32x4_i8(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id2)),
+                                      _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id2)),
+                                      _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id2)),
+                                      _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id2)));
+    if (clamp) t = _mm256_min_epi8(_mm256_max_epi8(t, _mm256_set1_epi8(-14)), _mm256_set1_epi8(14));
+    __m256i u = _mm256_add_epi8(_mm256_add_epi8(t, _mm256_set1_epi8(16)), _mm256_cmpgt_epi8(z, t));
+    return _mm256_avg_epu8(u, z);
+}
+
 /* Pass 2 over 8 groups: the codes. */
 QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
     const size_t pfd = QK_QPF_FAR(g); /* not qk_quant_pf_floats: the near distance is measured on avx512 only */
@@ -231,21 +246,29 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
         }
     } else {
         uint8_t *dst = out->codes + G0 * g / 2;
+        float id2s[CHUNK];
+        __m256 v2 = _mm256_loadu_ps(ids);
+        v2 = _mm256_add_ps(v2, v2);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v2, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ))) { /* 2/scale overflows (a subnormal scale) */
+            sym_partial(p, g, 0, out, G0, ids, (1 << CHUNK) - 1, NULL);
+            return;
+        }
+        _mm256_storeu_ps(id2s, v2);
         if (g == 32) {
 #pragma GCC unroll 4
             for (size_t i = 0; i < CHUNK; i += 2) {
                 prefetch_ahead(p[i], pfd, 64); /* the two groups are adjacent unless a row ends between them */
-                __m256i a = sym32(p[i], _mm256_broadcast_ss(ids + i), 0, clamp);
-                __m256i b = sym32(p[i + 1], _mm256_broadcast_ss(ids + i + 1), 0, clamp);
-                st32(dst + i * 16, nibbles64(a, b, 8), nt);
+                __m256i a = sym4_32(p[i], _mm256_broadcast_ss(id2s + i), clamp);
+                __m256i b = sym4_32(p[i + 1], _mm256_broadcast_ss(id2s + i + 1), clamp);
+                st32(dst + i * 16, nibbles64(a, b, 0), nt);
             }
         } else {
 #pragma GCC unroll 8
             for (size_t i = 0; i < CHUNK; i++) {
-                __m256 id = _mm256_broadcast_ss(ids + i);
+                __m256 id = _mm256_broadcast_ss(id2s + i);
                 for (size_t k = 0; k < g; k += 64) {
                     prefetch_ahead(p[i] + k, pfd, 64);
-                    st32(dst + (i * g + k) / 2, nibbles64(sym32(p[i] + k, id, 0, clamp), sym32(p[i] + k + 32, id, 0, clamp), 8), nt);
+                    st32(dst + (i * g + k) / 2, nibbles64(sym4_32(p[i] + k, id, clamp), sym4_32(p[i] + k + 32, id, clamp), 0), nt);
                 }
             }
         }
