@@ -516,7 +516,8 @@ static inline uint32_t hmax_epu32(__m256i v) {
 QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int codes, int stats, int w8, int clamp, float idf,
                              uint8_t *dst, int nt) {
     const __m256i ab = _mm256_set1_epi32(0x7fffffff);
-    const __m256 id = _mm256_set1_ps(idf);
+    const __m256 id = _mm256_set1_ps(idf), id2 = _mm256_set1_ps(idf + idf);
+    const int four = !w8 && __builtin_isfinite(idf + idf); /* w4s by sym4_32, as sym_emit */
     __m256i m0 = _mm256_setzero_si256(), m1 = m0;
     for (size_t k = 0; k < g; k += 64) {
         if (stats) {
@@ -527,7 +528,9 @@ QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int c
                 m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(nxt + k + v + 8)), ab));
             }
         }
-        if (codes) {
+        if (codes && four) {
+            st32(dst + k / 2, nibbles64(sym4_32(cur + k, id2, clamp), sym4_32(cur + k + 32, id2, clamp), 0), nt);
+        } else if (codes) {
             __m256i a = sym32(cur + k, id, w8, clamp), b = sym32(cur + k + 32, id, w8, clamp);
             if (w8) {
                 st32(dst + k, a, nt);

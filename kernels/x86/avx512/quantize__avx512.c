@@ -677,7 +677,8 @@ QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int c
                              uint8_t *dst, int nt) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     const float qmax = w8 ? 127.0f : 7.0f;
-    const __m512 id = _mm512_set1_ps(idf);
+    const __m512 id = _mm512_set1_ps(idf), id2 = _mm512_set1_ps(idf + idf);
+    const int four = !w8 && __builtin_isfinite(idf + idf); /* w4s by sym4_t, as sym_emit */
     __m512i m0 = _mm512_setzero_si512(), m1 = m0;
     for (size_t k = 0; k < g; k += 64) {
         if (stats) {
@@ -687,7 +688,11 @@ QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int c
             m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(nxt + k + 32)), ab));
             m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(nxt + k + 48)), ab));
         }
-        if (codes) {
+        if (codes && four) {
+            __m512i a = sym4_t(_mm512_loadu_ps(cur + k), id2, clamp), b = sym4_t(_mm512_loadu_ps(cur + k + 16), id2, clamp);
+            __m512i c = sym4_t(_mm512_loadu_ps(cur + k + 32), id2, clamp), d = sym4_t(_mm512_loadu_ps(cur + k + 48), id2, clamp);
+            st32(dst + k / 2, sym4_nibbles(a, b, c, d), nt);
+        } else if (codes) {
             __m512i a = sym_codes(_mm512_loadu_ps(cur + k), id, qmax, clamp);
             __m512i b = sym_codes(_mm512_loadu_ps(cur + k + 16), id, qmax, clamp);
             __m512i c = sym_codes(_mm512_loadu_ps(cur + k + 32), id, qmax, clamp);
