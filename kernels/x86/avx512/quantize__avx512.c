@@ -134,8 +134,8 @@ static void sym_general(const float *const *p, size_t n, size_t g, int w8, const
 
 /* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): absmax,
  * scales stored, inverse scales in ids (2/scale for w4s, qmax 7: sym_emit).
- * Returns the groups to quantize. (vrangeps, one operation for each and,
- * and, max, drops NaNs: the NaN tests of test_quant fail with it.) */
+ * Returns the groups to quantize. (vrangeps would take one operation for
+ * the and, and, max, but it loses NaNs: test_quant's NaN cases fail with it.) */
 QK_INLINE __mmask16 sym_stats(const float *const *p, size_t g, float qmax, const qk_qmat *out, size_t G0, float *ids, int *bad) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i am[CHUNK];
@@ -188,68 +188,6 @@ QK_INLINE __m512i sym4_round(__m512i t) { /* 64 bytes t -> code + 8, in any orde
 QK_INLINE __m256i sym4_nibbles(__m512i a, __m512i b, __m512i c, __m512i d) {
     return nibbles_of_bytes(sym4_round(pack64_epi8(a, b, c, d)), 0);
 }
-/* 128 values of one group, or of consecutive groups (g = 32, 64), from
- * id2[j] = 2/scale of its j-th group and the groups' pointers x[j]: n values
- * per group -> 64 bytes of w4s nibbles. */
-QK_INLINE __m512i sym4_run128(const float *const *x, const float *id2, size_t n, int clamp) {
-    __m512i t[8];
-    for (size_t v = 0; v < 8; v++) t[v] = sym4_t(_mm512_loadu_ps(x[16 * v / n] + 16 * v % n), _mm512_set1_ps(id2[16 * v / n]), clamp);
-    return nibbles128(sym4_round(pack64_lanes(t[0], t[1], t[2], t[3])), sym4_round(pack64_lanes(t[4], t[5], t[6], t[7])));
-}
-
-/* Pass 2 over 16 groups: the codes. */
-QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
-    const float qmax = w8 ? 127.0f : 7.0f;
-    const size_t pfd = qk_quant_pf_floats(out, g);
-    if (w8) {
-        int8_t *dst = (int8_t *)out->codes + G0 * g;
-        if (g == 32) {
-            for (size_t i = 0; i < CHUNK; i += 2) {
-                __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-                prefetch_lines(p[i] + pfd);
-                __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
-                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
-                __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
-                __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
-                st64(dst + i * 32, pack64_epi8(a, b, c, d), nt);
-            }
-        } else {
-            for (size_t i = 0; i < CHUNK; i++) {
-                __m512 id = _mm512_set1_ps(ids[i]);
-                for (size_t k = 0; k < g; k += 64) {
-                    prefetch_lines(p[i] + k + pfd);
-                    __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
-                    __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
-                    __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
-                    __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
-                    st64(dst + i * g + k, pack64_epi8(a, b, c, d), nt);
-                }
-            }
-        }
-    } else {
-        uint8_t *dst = out->codes + G0 * g / 2;
-        if (_mm512_fpclass_ps_mask(_mm512_loadu_ps(ids), 0x18)) { /* ids: 2/scale (sym_stats); it overflows (a subnormal scale) */
-            int bad = 0;
-            sym_partial(p, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
-            return;
-        }
-        if (g <= 64) { /* 128 values are 4 (g = 32) or 2 groups */
-            for (size_t i = 0; i < CHUNK; i += 128 / g) {
-                for (size_t j = 0; j < 128 / g; j += 64 / g) prefetch_lines(p[i + j] + pfd);
-                st64(dst + i * g / 2, sym4_run128(p + i, ids + i, g, clamp), nt);
-            }
-        } else {
-            for (size_t i = 0; i < CHUNK; i++)
-                for (size_t k = 0; k < g; k += 128) {
-                    const float *x = p[i] + k;
-                    prefetch_lines(x + pfd);
-                    prefetch_lines(x + 64 + pfd);
-                    st64(dst + (i * g + k) / 2, sym4_run128(&x, ids + i, 128, clamp), nt);
-                }
-        }
-    }
-}
-
 /* ---- w4a ---- */
 
 /* The reference's fminf/fmaxf keep the first of equal values, so when a
@@ -489,33 +427,44 @@ QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *ou
     return w4a_finish(w4a_part(p, g), p, g, out, G0, ids, ms, bad);
 }
 
-/* 128 values of one group, or of consecutive groups (g = 32, 64) as
- * sym4_run128, from the groups' pointers x, offsets m and inverse scales id
- * (twice: 2/d, w4a_codes2) -> 64 bytes of nibbles. */
-QK_INLINE __m512i w4a_run128(const float *const *x, const float *id, const float *m, size_t n, int twice, int clamp) {
+/* 128 values of one group, or of consecutive groups (g = 32, 64: n values
+ * per group, pointers x[j], per-group parameters id[j], m[j]) -> 64 bytes of
+ * 4-bit codes. w4s (asym 0): id = 2/scale, sym4_t and sym4_round; w4a: id =
+ * 1/d (w4a_codes) or, when twice, 2/d (w4a_codes2, then (floor(2v) + 1) >> 1
+ * = round-half-away(v) by vpavgb), offsets m. */
+QK_INLINE __m512i run128(const float *const *x, const float *id, const float *m, size_t n, int asym, int twice, int clamp) {
     __m512i t[8];
     for (size_t v = 0; v < 8; v++) {
         size_t j = 16 * v / n;
-        __m512 xv = _mm512_loadu_ps(x[j] + 16 * v % n), mv = _mm512_set1_ps(m[j]), iv = _mm512_set1_ps(id[j]);
-        t[v] = twice ? w4a_codes2(xv, mv, iv, clamp) : w4a_codes(xv, mv, iv, clamp);
+        __m512 xv = _mm512_loadu_ps(x[j] + 16 * v % n), iv = _mm512_set1_ps(id[j]);
+        if (!asym) t[v] = sym4_t(xv, iv, clamp);
+        else if (twice) t[v] = w4a_codes2(xv, _mm512_set1_ps(m[j]), iv, clamp);
+        else t[v] = w4a_codes(xv, _mm512_set1_ps(m[j]), iv, clamp);
     }
     __m512i q0 = pack64_lanes(t[0], t[1], t[2], t[3]), q1 = pack64_lanes(t[4], t[5], t[6], t[7]);
-    if (twice) { /* floor(2v) -> round-half-away(v) = (floor(2v) + 1) >> 1 */
+    if (!asym) {
+        q0 = sym4_round(q0);
+        q1 = sym4_round(q1);
+    } else if (twice) {
         q0 = _mm512_avg_epu8(q0, _mm512_setzero_si512());
         q1 = _mm512_avg_epu8(q1, _mm512_setzero_si512());
     }
     return nibbles128(q0, q1);
 }
 
-/* Pass 2 over 16 groups: the codes. */
-QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
-                       int nt) {
+/* Pass 2 of the 4-bit formats (w4s: asym 0, w4a: offsets ms) over 16
+ * groups of a fixed g, in runs of 128 values: 4 (g = 32) or 2 groups, or a
+ * part of one. w4s ids hold 2/scale (sym_stats), w4a's at g = 32 2/stored(d)
+ * (w4a_stats). */
+QK_INLINE void w4_emit(const float *const *p, size_t g, const float *ids, const float *ms, int asym, int clamp, const qk_qmat *out,
+                       size_t G0, int nt) {
     const size_t pfd = qk_quant_pf_floats(out, g);
     uint8_t *dst = out->codes + G0 * g / 2;
-    if (g <= 64) { /* 128 values are 4 (g = 32) or 2 groups; at g = 32 ids hold 2/stored(d) (w4a_stats) */
+    const int twice = asym && g == 32;
+    if (g <= 64) {
         for (size_t i = 0; i < CHUNK; i += 128 / g) {
             for (size_t j = 0; j < 128 / g; j += 64 / g) prefetch_lines(p[i + j] + pfd);
-            st64(dst + i * g / 2, w4a_run128(p + i, ids + i, ms + i, g, g == 32, clamp), nt);
+            st64(dst + i * g / 2, run128(p + i, ids + i, asym ? ms + i : NULL, g, asym, twice, clamp), nt);
         }
     } else {
         for (size_t i = 0; i < CHUNK; i++)
@@ -523,8 +472,53 @@ QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qma
                 const float *x = p[i] + k;
                 prefetch_lines(x + pfd);
                 prefetch_lines(x + 64 + pfd);
-                st64(dst + (i * g + k) / 2, w4a_run128(&x, ids + i, ms + i, 128, 0, clamp), nt);
+                st64(dst + (i * g + k) / 2, run128(&x, ids + i, asym ? ms + i : NULL, 128, asym, 0, clamp), nt);
             }
+    }
+}
+
+/* Pass 2 over 16 groups: the codes. */
+QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
+                       int nt) {
+    w4_emit(p, g, ids, ms, 1, clamp, out, G0, nt);
+}
+
+/* Pass 2 over 16 groups: the codes. */
+QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
+    const float qmax = w8 ? 127.0f : 7.0f;
+    const size_t pfd = qk_quant_pf_floats(out, g);
+    if (w8) {
+        int8_t *dst = (int8_t *)out->codes + G0 * g;
+        if (g == 32) {
+            for (size_t i = 0; i < CHUNK; i += 2) {
+                __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
+                prefetch_lines(p[i] + pfd);
+                __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
+                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
+                __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
+                __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
+                st64(dst + i * 32, pack64_epi8(a, b, c, d), nt);
+            }
+        } else {
+            for (size_t i = 0; i < CHUNK; i++) {
+                __m512 id = _mm512_set1_ps(ids[i]);
+                for (size_t k = 0; k < g; k += 64) {
+                    prefetch_lines(p[i] + k + pfd);
+                    __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
+                    __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
+                    __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
+                    __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
+                    st64(dst + i * g + k, pack64_epi8(a, b, c, d), nt);
+                }
+            }
+        }
+    } else {
+        if (_mm512_fpclass_ps_mask(_mm512_loadu_ps(ids), 0x18)) { /* ids: 2/scale (sym_stats); it overflows (a subnormal scale) */
+            int bad = 0;
+            sym_partial(p, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
+            return;
+        }
+        w4_emit(p, g, ids, NULL, 0, clamp, out, G0, nt);
     }
 }
 
