@@ -172,10 +172,11 @@ int main(void) {
         good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
         /* gemm with integer activations over more than 2 MiB of codes: X in blocks of
          * rows (x86/avx512/gemm_int_body.h), 71 rows = blocks of 36 and 35, the last
-         * ending in a 3-row tile */
+         * ending in a 3-row tile; per channel (g = K) the groups are dotted in pieces
+         * whose Σa are made per block of rows */
         if (k->op == QK_OP_GEMM && qk_mode_act_rule(k->mode) != QK_ACT_F32 && !quick)
-            for (size_t gi = 0; gi < 2; gi++) {
-                shape rows = {71, 2, 32768, blocks || gi == 0 ? 32 : 128};
+            for (size_t gi = 0; gi < 3; gi++) {
+                shape rows = {71, 2, 32768, blocks || gi == 0 ? 32 : gi == 1 ? 128 : 32768};
                 cases++;
                 good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
                 if (blocks) break;

@@ -37,6 +37,8 @@
 #ifndef QK_GEMM_INT_BODY_H
 #define QK_GEMM_INT_BODY_H
 
+#include <stdlib.h>
+
 #include "x86/avx512/avx512_common.h"
 
 #define QK_INLINE static inline __attribute__((always_inline))
@@ -348,11 +350,12 @@ QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
 
 /* One register tile over columns [k0, k1) of K: mr (<= GM_MR) rows of X
  * from m0, nc (<= GM_NR) columns of Y from n0, added to Y (set when first).
- * [k0, k1) is whole groups, or (g > gm_slice(f)) one piece of one group. The
+ * [k0, k1) is whole groups, or (g > gm_slice(f)) one piece of one group, whose
+ * Σa per row is ps[m·pst] (gm_piece_sums) or, when ps is NULL, made here. The
  * f32 accumulators live in memory (updated once per group), so the int32
  * ones, the weights and the broadcast fit the 32 registers. */
 QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
-                       size_t k0, size_t k1, int first, gm_pf *pf) {
+                       size_t k0, size_t k1, int first, gm_pf *pf, const int32_t *ps, size_t pst) {
     const qk_qact *xq = a->xq;
     size_t K = a->K, g = a->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
     size_t gb = gm_group_bytes(f, g);
@@ -375,7 +378,7 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         __m512i acc[GM_MR][GM_NB];
         GM_UNROLL for (size_t m = 0; m < mr; m++) {
             int32_t sum = 0;
-            if (off) sum = (kg == j * g && ke == (j + 1) * g) ? xq->sums[(m0 + m) * ng + j] : gm_act_sum(xr[m], kg, ke);
+            if (off) sum = (kg == j * g && ke == (j + 1) * g) ? xq->sums[(m0 + m) * ng + j] : ps ? ps[m * pst] : gm_act_sum(xr[m], kg, ke);
             __m512i c = _mm512_set1_epi32(-off * sum);
             GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
         }
@@ -472,6 +475,39 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
 /* Byte offset of column k of K (a step boundary) in a packed tile. */
 QK_INLINE size_t gm_koff(gm_fmt f, size_t g, size_t k) { return k / g * gm_group_bytes(f, g) + (k % g) / gm_kstep(f) * GM_NB * 64; }
 
+/* End of the K slice that starts at k0: whole groups, about gm_slice(f)
+ * values, or (g > gm_slice(f)) one piece of a group. */
+QK_INLINE size_t gm_slice_end(gm_fmt f, size_t g, size_t K, size_t k0) {
+    size_t e = k0 + (g <= gm_slice(f) ? gm_slice(f) / g * g : gm_slice(f)), ge = g <= gm_slice(f) ? K : (k0 / g + 1) * g;
+    return e < ge ? e : ge;
+}
+
+/* Groups longer than a slice (g > gm_slice(f), e.g. per channel) are dotted
+ * in pieces, each corrected by the Σa of its own values. Those sums, for
+ * rows [r0, r1) and every piece p of K (row r at [(r - r0)·npc + p]), are made
+ * once per block of rows rather than by every column tile's row tiles (which
+ * made 8-bit W8A8 at g = K slower than at g = 256). NULL (and *npc 0) when
+ * the codes need no correction (w4a) or g fits a slice; NULL too when out of
+ * memory: gm_tile then makes each sum itself. */
+static int32_t *gm_piece_sums(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t r1, size_t *npc) {
+    size_t K = a->K, g = a->group, n = 0;
+    *npc = 0;
+    if (g <= gm_slice(f) || !gm_off(f)) return NULL;
+    for (size_t k0 = 0; k0 < K; k0 = gm_slice_end(f, g, K, k0)) n++;
+    int32_t *ps = malloc((r1 - r0) * n * sizeof *ps);
+    if (!ps) return NULL;
+    for (size_t r = r0; r < r1; r++) {
+        const int8_t *row = a->xq->codes + r * K;
+        size_t p = 0;
+        for (size_t k0 = 0, k1; k0 < K; k0 = k1, p++) {
+            k1 = gm_slice_end(f, g, K, k0);
+            ps[(r - r0) * n + p] = gm_act_sum(row, k0, k1);
+        }
+    }
+    *npc = n;
+    return ps;
+}
+
 /* Rows [r0, r1) of X: column tile by column tile; within one, K slices of
  * about gm_slice(f) values (the tile's weights for a slice stay in L1) and,
  * for each slice, every row tile of the rows, the row tiles together
@@ -481,12 +517,13 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     size_t K = a->K, g = a->group, tb = gm_tile_bytes(f, a->w), ntiles = (a->N + GM_NR - 1) / GM_NR;
     size_t nmt = (r1 - r0 + GM_MR - 1) / GM_MR; /* row tiles per slice */
     const uint8_t *wend = wp + ntiles * tb;
+    size_t npc;
+    int32_t *ps = gm_piece_sums(f, a, r0, r1, &npc);
     for (size_t n0 = 0; n0 < a->N; n0 += GM_NR) {
         const uint8_t *tp = wp + n0 / GM_NR * tb;
         size_t nc = a->N - n0 < GM_NR ? a->N - n0 : GM_NR;
-        for (size_t k0 = 0, k1; k0 < K; k0 = k1) {
-            if (g <= gm_slice(f)) k1 = k0 + (gm_slice(f) / g) * g < K ? k0 + (gm_slice(f) / g) * g : K;
-            else k1 = k0 + gm_slice(f) < (k0 / g + 1) * g ? k0 + gm_slice(f) : (k0 / g + 1) * g;
+        for (size_t k0 = 0, k1, p = 0; k0 < K; k0 = k1, p++) {
+            k1 = gm_slice_end(f, g, K, k0);
             int first = k0 == 0;
             /* the next slice: as many bytes as this one, right after it */
             size_t sb = (k1 == K ? tb : gm_koff(f, g, k1)) - gm_koff(f, g, k0), lines = (sb + 63) / 64;
@@ -505,15 +542,18 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
                 }
                 continue;
             }
-            for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first, &pf);
+#define GM_PS(m0) (ps ? ps + ((m0) - r0) * npc + p : NULL), npc
+            for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0));
             switch (r1 - m0) {
-            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first, &pf); break;
-            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first, &pf); break;
-            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first, &pf); break;
+            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0)); break;
+            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0)); break;
+            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0)); break;
             default: break;
             }
+#undef GM_PS
         }
     }
+    free(ps);
 }
 
 /* X in blocks of rows of about GM_ROW_BLOCK_BYTES of int8 codes, each block
