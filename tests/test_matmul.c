@@ -152,6 +152,7 @@ int main(void) {
             Ks[0] = g0 ? g0 : 96;           /* K = g (per-channel: K = 96) */
             Ks[1] = g0 ? 3 * g0 : 1280;     /* several groups */
             Ks[2] = gi == 2 || blocks ? (quick ? 1024 : 16384) : 0; /* long K once */
+            if (gi == 3) Ks[2] = quick ? 4096 : 8192; /* g = 256 over 16 and 32 groups: gemv's 16-group scale vectors */
             for (size_t kk = 0; kk < 3; kk++) {
                 if (!Ks[kk]) continue;
                 size_t K = Ks[kk], g = g0 ? g0 : K;
