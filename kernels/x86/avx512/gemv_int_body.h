@@ -456,36 +456,36 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
 }
 
 /* Row n over the segment [k0, k0 + len), g two blocks (W4A8 g = 256, W8A8
- * g = 128): the scales (sw·sa) and the offset terms are formed 16 groups at
- * a time, as gi_seg_pair does, each group takes its scale from that vector by
- * one vpermps, and its two blocks are dotted without a loop. Per group in
- * scalars (gi_seg_group), W4A8 at g = 256 had been the slowest g of the row
- * (1x2048x4096 warm: 1.2x the time of g = 128 and of g = K). Alternated in
- * one process, warm: 4096x4096 and 2048x4096 W4A8 g = 256 take a third less
- * time, W8A8 g = 128 16-26% less; from DRAM (rotated copies of 4096x14336)
- * 1-3% more, at the edge of that harness's bias. Longer groups keep
- * gi_seg_group: this scheme with a loop over each group's blocks was no
- * faster at four blocks (W8A8 g = 256) and 5-12% slower at g = K. */
+ * g = 128): gi_seg_group without its loop over a group's blocks (the two are
+ * dotted in one step) and with the offset terms 16 groups at a time. In
+ * gi_seg_group these g had been the slowest of the row (W4A8 g = 256 on
+ * 1x2048x4096 warm: 1.2x the time of g = 128 and of g = K); this takes 22%
+ * less time there, W8A8 g = 128 8-21% less, and the same from DRAM. (Each
+ * group's scale taken by a vpermps from 16 formed at once, as gi_seg_pair
+ * does, was 6-12% faster still warm, but from DRAM W8A8 g = 128 on
+ * 1x4096x14336 then took 1.4-1.9x the time in some runs; a scheme with a
+ * loop over each group's blocks was no faster at four blocks and 5-12%
+ * slower at g = K, so longer groups keep gi_seg_group.) */
 QK_INLINE float gi_seg_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     const size_t g = a->group, ng = a->K / g, ngs = len / g, bb = gi_blk_bytes(f), pf = gi_pf(f);
     const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    for (size_t jj0 = 0, b = 0; jj0 < ngs; jj0 += 16) {
-        size_t j0 = k0 / g + jj0, nj = ngs - jj0 < 16 ? ngs - jj0 : 16;
-        gi_prefetch_scales(f, w, n * ng + j0);
-        __m512 sa16 = qk512_load16_ps(xq->scales + j0, nj), s16 = _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j0, nj), sa16);
-        if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j0, nj, sa16, xq->sums + j0, acc1);
-        if (gi_goff(f)) acc1 = gi_goff_fma(f, s16, xq->sums + j0, nj, acc1);
-        __m512i idx = _mm512_setzero_si512();
-        for (size_t t = 0; t < nj; t++, b += 2, p += 2 * bb) {
-            GI_PREFETCH((const char *)p + pf);
-            GI_PREFETCH((const char *)p + pf + 64);
-            __m512i d = _mm512_add_epi32(gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b), gi_blk_dot(f, _mm512_setzero_si512(), p + bb, ws, b + 1));
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, s16), acc0);
-            idx = _mm512_add_epi32(idx, _mm512_set1_epi32(1));
+    for (size_t jj = 0, b = 0; jj < ngs; jj++, b += 2, p += 2 * bb) {
+        size_t j = k0 / g + jj;
+        if (jj % 16 == 0) {
+            size_t nj = ngs - jj < 16 ? ngs - jj : 16;
+            gi_prefetch_scales(f, w, n * ng + j);
+            __m512 sa16 = qk512_load16_ps(xq->scales + j, nj);
+            if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j, nj, sa16, xq->sums + j, acc1);
+            if (gi_goff(f)) acc1 = gi_goff_fma(f, _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j, nj), sa16), xq->sums + j, nj, acc1);
         }
+        GI_PREFETCH((const char *)p + pf);
+        GI_PREFETCH((const char *)p + pf + 64);
+        __m512i d = _mm512_add_epi32(gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b), gi_blk_dot(f, _mm512_setzero_si512(), p + bb, ws, b + 1));
+        __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc0);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
