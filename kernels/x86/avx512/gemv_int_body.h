@@ -462,7 +462,7 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
  * 1x2048x4096 warm: 1.2x the time of g = 128 and of g = K); this takes 22%
  * less time there, W8A8 g = 128 8-21% less, and the same from DRAM. (Each
  * group's scale taken by a vpermps from 16 formed at once, as gi_seg_pair
- * does, was 6-12% faster still warm, but from DRAM W8A8 g = 128 on
+ * does, was 6-16% faster still warm, but from DRAM W8A8 g = 128 on
  * 1x4096x14336 then took 1.4-1.9x the time in some runs; a scheme with a
  * loop over each group's blocks was no faster at four blocks and 5-12%
  * slower at g = K, so longer groups keep gi_seg_group.) */
