@@ -455,6 +455,33 @@ static int measure_peaks(qkb_limits *l, int progress) {
     return 0;
 }
 
+int qkb_probe_core_now(const qkb_limits *l, qkb_core_now *out) {
+    memset(out, 0, sizeof *out);
+    char err[200];
+    qkb_pool *one = qkb_pool_create(1, err, sizeof err);
+    if (!one) return -1;
+    for (size_t i = qkb_peak_tier_count; i-- > 0;) {
+        const qkb_peak_tier *pt = &qkb_peak_tiers[i];
+        if (!(qk_cpu()->tiers >> pt->tier & 1u)) continue;
+        snprintf(out->tier, sizeof out->tier, "%s", qk_tier_name(pt->tier));
+        out->i8 = measure_peak(one, pt->i8);
+        out->f32 = measure_peak(one, pt->f32);
+        break;
+    }
+    for (int i = 0; l && i < l->nlevels; i++) {
+        const qkb_level *v = &l->level[i];
+        if (strcmp(v->name, "L2") || v->size <= 0) continue;
+        /* inside the level: between the level below's capacity and its own */
+        double lo = i > 0 && l->level[i - 1].size > 0 ? l->level[i - 1].size : v->size / 8;
+        size_t ws = (size_t)sqrt(lo * v->size) / 512 * 512;
+        read_job j = {0};
+        if (read_setup(&j, one, 1, ws, NULL, 0) == 0) out->l2 = measure_bw(one, &j, ws);
+        read_free(&j, 1);
+    }
+    qkb_pool_destroy(one);
+    return 0;
+}
+
 int qkb_probe_measure(qkb_limits *l, int progress) {
     memset(l, 0, sizeof *l);
     l->quick = quick;

@@ -71,6 +71,17 @@ const qkb_limits *qkb_probe_get(int reprobe, int save, int progress, int *from_c
 /// measures DRAM (QKB_DRAM_LLC_FACTOR x the LLC of `l`). 0 if it cannot run.
 double qkb_probe_dram_now(const qkb_limits *l, int threads);
 
+/// One core's limits now (1 thread, the probe's loops, best of short trials): the
+/// int8 dot and f32 FMA peaks of the best tier this CPU runs, and the read
+/// bandwidth of a working set inside level "L2" of `l` (0 if `l` has none).
+/// A run measures them before and after its warm cases, as it does DRAM for
+/// its cold ones: on a shared machine the core can run well below its probe.
+typedef struct qkb_core_now {
+    char tier[16];
+    double i8, f32, l2; ///< ops/s, flops/s, bytes/s (0: not measured)
+} qkb_core_now;
+int qkb_probe_core_now(const qkb_limits *l, qkb_core_now *out);
+
 /// The probe's read loop: the best one this CPU runs (its tier's name into tier, if given).
 qkb_read_fn qkb_read_best(char *tier, size_t tn);
 

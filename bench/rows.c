@@ -81,6 +81,10 @@ void qkb_rows_speedups(qkb_row *rows, size_t n) {
 
 /* ---- results.json / results.csv ---- */
 
+/* results.json's core_during_run keys, [before, after][dot, FMA, L2] (qkb_run_meta.core_now). */
+static const char *const core_keys[2][3] = {{"before_i8_gops", "before_f32_gflops", "before_l2_gbps"},
+                                            {"after_i8_gops", "after_f32_gflops", "after_l2_gbps"}};
+
 static void row_json(qkw *w, const qkb_row *r) {
     qkw_obj(w);
     qkw_kstr(w, "name", r->name);
@@ -175,6 +179,14 @@ int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, 
         qkw_knum(&w, "after_gbps_1t", m->dram_gbps[1][0]), qkw_knum(&w, "after_gbps_threads", m->dram_gbps[1][1]);
         qkw_end_obj(&w);
     }
+    if (m->core_tier[0]) {
+        qkw_key(&w, "core_during_run");
+        qkw_obj(&w);
+        qkw_kstr(&w, "tier", m->core_tier);
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < 3; k++) qkw_knum(&w, core_keys[t][k], m->core_now[t][k]);
+        qkw_end_obj(&w);
+    }
     qkw_key(&w, "rows");
     qkw_arr(&w);
     for (size_t i = 0; i < n; i++) row_json(&w, &rows[i]);
@@ -230,6 +242,12 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         m->dram_threads = (int)qkj_num(qkj_get(dr, "threads"), 0);
         m->dram_gbps[0][0] = qkj_num(qkj_get(dr, "before_gbps_1t"), 0), m->dram_gbps[0][1] = qkj_num(qkj_get(dr, "before_gbps_threads"), 0);
         m->dram_gbps[1][0] = qkj_num(qkj_get(dr, "after_gbps_1t"), 0), m->dram_gbps[1][1] = qkj_num(qkj_get(dr, "after_gbps_threads"), 0);
+    }
+    const qkj *cr = qkj_get(root, "core_during_run");
+    if (cr && cr->type == QKJ_OBJ) {
+        cpy(m->core_tier, sizeof m->core_tier, cr, "tier");
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < 3; k++) m->core_now[t][k] = qkj_num(qkj_get(cr, core_keys[t][k]), 0);
     }
     *rows = calloc(rs->n ? rs->n : 1, sizeof **rows);
     *n = rs->n;
@@ -430,6 +448,38 @@ static void tiers_table(FILE *f, const qkb_row *rows, size_t n) {
     fprintf(f, "\n");
 }
 
+/* The run's own measure of one core against the probe's: a line, and a warning when the
+ * core ran more than 10% below the probe before or after the cases (the roofline
+ * fractions of the warm rows, taken against the probe, then understate the kernels). */
+static void core_line(FILE *f, const qkb_run_meta *m, const qkb_limits *l) {
+    if (!m->core_tier[0]) return;
+    double probe[3] = {0, 0, 0};
+    for (int i = 0; l && i < l->npeaks; i++)
+        if (!strcmp(qk_tier_name(l->peak[i].tier), m->core_tier)) probe[0] = l->peak[i].i8_1, probe[1] = l->peak[i].f32_1;
+    for (int i = 0; l && i < l->nlevels; i++)
+        if (!strcmp(l->level[i].name, "L2")) probe[2] = l->level[i].bw1;
+    static const char *const what[3] = {"int8 dot", "f32 FMA", "L2 read"}, *const unit[3] = {"GOP/s", "GFLOP/s", "GB/s"};
+    fprintf(f, "- one core measured by this run itself (1 thread, the probe's loops, %s), before / after its cases, "
+               "and the cached probe:", m->core_tier);
+    double worst = 1;
+    const char *wname = "";
+    for (int k = 0, sep = 0; k < 3; k++) {
+        if (m->core_now[0][k] <= 0 && m->core_now[1][k] <= 0) continue;
+        char v[2][24];
+        for (int t = 0; t < 2; t++) snprintf(v[t], sizeof v[t], m->core_now[t][k] > 0 ? "%.0f" : "-", m->core_now[t][k]);
+        fprintf(f, "%s %s %s / %s %s (probe %.0f)", sep++ ? "," : "", what[k], v[0], v[1], unit[k], probe[k] * 1e-9);
+        for (int t = 0; t < 2; t++)
+            if (probe[k] > 0 && m->core_now[t][k] > 0 && m->core_now[t][k] * 1e9 / probe[k] < worst)
+                worst = m->core_now[t][k] * 1e9 / probe[k], wname = what[k];
+    }
+    fprintf(f, "\n");
+    if (worst < 0.9)
+        fprintf(f, "- **this run met a slow core**: its %s ran at %.0f%% of the probe's. The roofline fractions below are against "
+                   "the probe, so for cases that ran in a slow spell they understate the kernels (by up to %.2fx); compare "
+                   "tiers and kernels within this run, or run again.\n",
+                wname, 100 * worst, 1 / worst);
+}
+
 int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *l, const qkb_row *rows, size_t n,
                       const qkb_skip *skips, size_t nskip, const char *extra_md, char *err, size_t errlen) {
     char *text = NULL;
@@ -449,6 +499,7 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     for (int t = 0; t < QK_TIER_COUNT; t++)
         if (qk_tier_allowed((qk_tier)t)) fprintf(f, " %s", qk_tier_name((qk_tier)t));
     fprintf(f, "\n");
+    core_line(f, m, l);
     fprintf(f, "- files: `machine.json` (CPU, features, topology, build, probe, dispatch), `results.json` / `results.csv` "
                "(every row), `gbench.json` (Google Benchmark's own output)\n\n");
     if (l && l->ok) {

@@ -74,6 +74,11 @@ typedef struct qkb_run_meta {
      * its cases, with 1 thread and with dram_threads (runs with cold cases) */
     int dram_threads;
     double dram_gbps[2][2]; /* [before, after][1 thread, dram_threads] */
+    /* One core's limits measured by the run itself before and after its cases (runs with warm
+     * cases; core_tier "" when not measured): [before, after][int8 dot GOP/s, f32 FMA GFLOP/s,
+     * L2 read GB/s] of the best tier (0: not measured) */
+    char core_tier[16];
+    double core_now[2][3];
 } qkb_run_meta;
 
 /// A skipped case: its name and why.

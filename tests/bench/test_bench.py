@@ -11,6 +11,7 @@ fixture) is reused from its machine.json cache by the others.
 import argparse
 import copy
 import csv
+import glob
 import json
 import statistics
 import os
@@ -523,7 +524,80 @@ def t_report(q):
             check(os.path.isfile(f) and os.path.getsize(f) > 1000, "missing plot %s" % f)
 
 
-TESTS = {"probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
+SLOW = "this run met a slow core"
+
+
+def core_vs_probe(d, probe):
+    """The run's own core figures in folder d against a probe object: (worst ratio, core_during_run)."""
+    c = load(os.path.join(d, "results.json")).get("core_during_run")
+    if not check(c is not None, "warm rows but no core_during_run in %s/results.json" % d):
+        return None, None
+    peaks = {p["tier"]: p for p in probe["peaks"]}
+    check(c["tier"] == probe["peaks"][-1]["tier"], "core measured on %s, the best tier is %s" % (c["tier"], probe["peaks"][-1]["tier"]))
+    l2 = [l["read_gbps_1t"] for l in probe["levels"] if l["name"] == "L2"]
+    ref = {"i8_gops": peaks[c["tier"]]["i8_gops_1t"], "f32_gflops": peaks[c["tier"]]["f32_gflops_1t"], "l2_gbps": l2[0] if l2 else 0}
+    worst = 1.0
+    for k, v in ref.items():
+        for when in ("before", "after"):
+            x = c[when + "_" + k]
+            if k == "l2_gbps" and not l2:
+                check(x == 0, "no L2 level in the probe, yet %s_%s = %s" % (when, k, x))
+                continue
+            check(0.05 * v < x < 20 * v, "core_during_run %s_%s = %s against the probe's %s" % (when, k, x, v))
+            worst = min(worst, x / v)
+    return worst, c
+
+
+def t_slowcore(q):
+    """A run with warm cases measures one core's dot, FMA and L2 read itself, before and after its
+    cases, and its summary says so when that core ran more than 10% below the cached probe: once
+    against the real probe (the warning exactly when the run's own figures call for it), once against
+    a copy of it edited to three times this machine's limits (where the warning must be there)."""
+    if q.expect_emulated:
+        print("SKIP an emulated run measures no core")
+        sys.exit(77)
+    args = ["--shape", "16x1024", "--group", "32", "--reps", "2", "--min-time", "0.002", "--cache", "warm", "--filter", "^quantize/w8s/"]
+    cache = glob.glob(os.path.join(q.results, "*", "machine.json"))
+    if not check(len(cache) == 1, "one cached probe expected under %s: %s" % (q.results, cache)):
+        return
+    m = load(cache[0])
+    d = q.fresh("slowcore")
+    if not check(q.bench(d, *args) == 0, "bench failed"):
+        return
+    worst, c = core_vs_probe(d, m["probe"])
+    if c is None:
+        return
+    with open(os.path.join(d, "summary.md")) as f:
+        text = f.read()
+    check("one core measured by this run itself" in text, "summary.md does not give the run's own core figures")
+    real = worst
+    check((SLOW in text) == (worst < 0.9), "core at %.0f%% of the probe, yet the slow-core warning is %s" % (
+        100 * worst, "there" if SLOW in text else "missing"))
+    # the same run against a probe three times this machine's limits
+    fast = os.path.join(q.work, "results-fast")
+    shutil.rmtree(fast, ignore_errors=True)
+    shutil.copytree(q.results, fast)
+    fm = os.path.join(fast, os.path.relpath(cache[0], q.results))
+    for p in m["probe"]["peaks"]:
+        for k in ("i8_gops_1t", "f32_gflops_1t"):
+            p[k] *= 3
+    for l in m["probe"]["levels"]:
+        l["read_gbps_1t"] *= 3
+    with open(fm, "w") as f:
+        json.dump(m, f)
+    d = q.fresh("slowcore-fast")
+    rc, so, se = q.run("bench", "--results", fast, "--out", d, "--quiet", *args)
+    if not check(rc == 0, "bench against the edited probe failed: %s" % se[-300:]):
+        return
+    worst, c = core_vs_probe(d, m["probe"])
+    with open(os.path.join(d, "summary.md")) as f:
+        text = f.read()
+    if worst is not None and check(worst < 0.9, "against a probe at 3x, the core reads %.0f%% of it" % (100 * worst)):
+        check(SLOW in text, "the core ran at %.0f%% of the (edited) probe, and the summary does not warn" % (100 * worst))
+    print("the run's core, worst of its figures: %.0f%% of the probe; %.0f%% of the probe at 3x" % (100 * real, 100 * (worst or 0)))
+
+
+TESTS = {"slowcore": t_slowcore, "probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
          "sigint": t_sigint, "report": t_report, "emulation": t_emulation}
 
 
