@@ -55,7 +55,7 @@ static void a32_pack_generic(const qk_qmat *w, void *packed) {
                 const size_t n = t * A32_NR + i;
                 float s = 0.0f, b = 0.0f;
                 if (i < rows) {
-                    s = gemm_scale_of(w, n, j);
+                    s = qk_pk_scale_of(w, n, j);
                     if (w->format == QK_W4A) b = qk_load_scale(w->mins, n * ng + j, w->scale_type);
                     else if (!eight) b = -8.0f * s;
                 }
@@ -92,7 +92,7 @@ static void a32_pack_scales(const qk_qmat *w, size_t n0, size_t rows, float *sb)
             const size_t n = n0 + i;
             float s = 0.0f, b = 0.0f;
             if (i < rows) {
-                s = gemm_scale_of(w, n, j);
+                s = qk_pk_scale_of(w, n, j);
                 if (w->format == QK_W4A) b = qk_load_scale(w->mins, n * ng + j, w->scale_type);
                 else if (!eight) b = -8.0f * s;
             }

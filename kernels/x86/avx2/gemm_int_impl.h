@@ -92,38 +92,6 @@ static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t 
     }
 }
 
-static inline float gemm_scale_of(const qk_qmat *w, size_t n, size_t j) {
-    /* F16C's conversion, bit for bit qk_h2f's (NaNs made quiet alike) */
-    if (w->format == QK_Q4_0) return _cvtsh_ss(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q4_0_BYTES));
-    if (w->format == QK_Q8_0) return _cvtsh_ss(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q8_0_BYTES));
-    return qk_load_scale(w->scales, n * (w->cols / w->group) + j, w->scale_type);
-}
-
-/* Scales (and w4a offsets) of the tile of rows n0..n0+rows-1 as [ng][16]
- * (zero for the padding rows): 8 rows × 8 groups per transpose. */
-static inline void gemm_pack_scales(const qk_qmat *w, size_t n0, size_t rows, float *sc, float *mn) {
-    const size_t ng = w->cols / w->group;
-    size_t j0 = 0;
-    if (w->format != QK_Q4_0 && w->format != QK_Q8_0)
-        for (; j0 + 8 <= ng; j0 += 8)
-            for (size_t c0 = 0; c0 < QK_GEMM_NR; c0 += 8) {
-                const size_t live = c0 < rows ? rows - c0 : 0;
-                __m256 v[8];
-                qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, v);
-                for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps(sc + (j0 + jj) * QK_GEMM_NR + c0, v[jj]);
-                if (w->format == QK_W4A) {
-                    qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, v);
-                    for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps(mn + (j0 + jj) * QK_GEMM_NR + c0, v[jj]);
-                }
-            }
-    for (size_t j = j0; j < ng; j++)
-        for (size_t i = 0; i < QK_GEMM_NR; i++) {
-            const size_t n = n0 + i;
-            sc[j * QK_GEMM_NR + i] = i < rows ? gemm_scale_of(w, n, j) : 0.0f;
-            if (w->format == QK_W4A) mn[j * QK_GEMM_NR + i] = i < rows ? qk_load_scale(w->mins, n * ng + j, w->scale_type) : 0.0f;
-        }
-}
-
 /* K % 32 == 0: 32 k of the 16 rows straight from the plain layout per step
  * (4-bit rows i and i+8 merged nibble-wise into the U4Q bytes), eight quads
  * per 8x8 dword transpose of 8 rows. */
@@ -177,7 +145,7 @@ static inline void gemm_pack_k32(const qk_qmat *w, void *packed, gemm_layout L) 
             }
         }
         float *sc = (float *)(tile + cb);
-        gemm_pack_scales(w, t * QK_GEMM_NR, rows, sc, sc + ng * QK_GEMM_NR);
+        qk_pk_tile_scales(w, t * QK_GEMM_NR, rows, QK_GEMM_NR, sc, w->format == QK_W4A ? sc + ng * QK_GEMM_NR : NULL, QK_GEMM_NR);
     }
 }
 
@@ -230,7 +198,7 @@ static inline void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
             }
         }
         float *sc = (float *)(tile + cb);
-        gemm_pack_scales(w, t * QK_GEMM_NR, rows, sc, sc + ng * QK_GEMM_NR);
+        qk_pk_tile_scales(w, t * QK_GEMM_NR, rows, QK_GEMM_NR, sc, w->format == QK_W4A ? sc + ng * QK_GEMM_NR : NULL, QK_GEMM_NR);
     }
 }
 

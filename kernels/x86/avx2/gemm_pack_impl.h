@@ -72,6 +72,41 @@ QK_PK_INLINE void qk_pk_scales8x8(const void *p, qk_scale_type st, size_t ng, si
     for (int d = 0; d < 8; d++) out[d] = _mm256_castsi256_ps(r[d]);
 }
 
+/// The scale of row n, group j, as f32 (q4_0/q8_0: the block's fp16 d, by F16C's
+/// conversion, bit for bit qk_h2f's, NaNs made quiet alike).
+QK_PK_INLINE float qk_pk_scale_of(const qk_qmat *w, size_t n, size_t j) {
+    if (w->format == QK_Q4_0) return _cvtsh_ss(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q4_0_BYTES));
+    if (w->format == QK_Q8_0) return _cvtsh_ss(qk_rd16(w->codes + n * w->row_bytes + j * QK_Q8_0_BYTES));
+    return qk_load_scale(w->scales, n * (w->cols / w->group) + j, w->scale_type);
+}
+
+/// The scales of rows n0..n0+rows-1 (and, with mn, the w4a offsets) for a packed
+/// tile of nr columns (a multiple of 8), 0 on columns past `rows`: group j's of
+/// column c at sc[j·stride + c] and mn[j·stride + c]. 8 columns × 8 groups per
+/// register transpose; q4_0/q8_0 (scales inside the blocks) and the last groups
+/// one by one.
+QK_PK_INLINE void qk_pk_tile_scales(const qk_qmat *w, size_t n0, size_t rows, size_t nr, float *sc, float *mn, size_t stride) {
+    const size_t ng = w->cols / w->group;
+    size_t j0 = 0;
+    if (w->format != QK_Q4_0 && w->format != QK_Q8_0)
+        for (; j0 + 8 <= ng; j0 += 8)
+            for (size_t c0 = 0; c0 < nr; c0 += 8) {
+                const size_t live = c0 < rows ? rows - c0 : 0;
+                __m256 v[8];
+                qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, v);
+                for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps(sc + (j0 + jj) * stride + c0, v[jj]);
+                if (mn) {
+                    qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, v);
+                    for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps(mn + (j0 + jj) * stride + c0, v[jj]);
+                }
+            }
+    for (size_t j = j0; j < ng; j++)
+        for (size_t c = 0; c < nr; c++) {
+            sc[j * stride + c] = c < rows ? qk_pk_scale_of(w, n0 + c, j) : 0.0f;
+            if (mn) mn[j * stride + c] = c < rows ? qk_load_scale(w->mins, (n0 + c) * ng + j, w->scale_type) : 0.0f;
+        }
+}
+
 /// 16 bytes of a q4_0 block's nibbles (element j low, j+16 high) in the plain
 /// order (element 2i low, 2i+1 high of byte i).
 QK_PK_INLINE __m128i qk_pk_q4_0_plain(const uint8_t *qs) {

@@ -143,33 +143,8 @@ static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
                         for (size_t k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(d + k * GA_NB * 16), t[k]);
                     }
         }
-        size_t j0 = 0;
-        if (!q) /* 8 columns × 8 groups at a time */
-            for (; j0 + 8 <= ng; j0 += 8)
-                for (size_t c0 = 0; c0 < GA_NR; c0 += 8) {
-                    const size_t live = c0 < rows ? rows - c0 : 0;
-                    __m256 v[8];
-                    qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, v);
-                    for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps((float *)(out + (j0 + jj) * gb + cb) + c0, v[jj]);
-                    if (f == GA_W4A) {
-                        qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, v);
-                        for (size_t jj = 0; jj < 8; jj++) _mm256_storeu_ps((float *)(out + (j0 + jj) * gb + cb) + GA_NR + c0, v[jj]);
-                    }
-                }
-        for (size_t j = j0; j < ng; j++) {
-            float *sc = (float *)(out + j * gb + cb), *mn = sc + GA_NR;
-            for (size_t c = 0; c < GA_NR; c++) {
-                float s = 0.0f, m = 0.0f;
-                if (c < rows) {
-                    const size_t n = n0 + c;
-                    if (q) s = _cvtsh_ss(qk_rd16(w->codes + n * rb + j * (f == GA_Q4_0 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES))); /* = qk_h2f */
-                    else s = qk_load_scale(w->scales, n * ng + j, w->scale_type);
-                    if (f == GA_W4A) m = qk_load_scale(w->mins, n * ng + j, w->scale_type);
-                }
-                sc[c] = s;
-                if (f == GA_W4A) mn[c] = m;
-            }
-        }
+        float *sc = (float *)(out + cb); /* gb is a multiple of 4: codes in 16-byte units, then floats */
+        qk_pk_tile_scales(w, n0, rows, GA_NR, sc, f == GA_W4A ? sc + GA_NR : NULL, gb / sizeof(float));
     }
 }
 
