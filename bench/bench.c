@@ -92,7 +92,7 @@ static void usage(void) {
            "  --no-save             write no files\n"
            "  --reprobe             measure the machine's limits again first\n"
            "  --list                print the case names (and why some are skipped) and exit\n"
-           "  --quiet               no progress and no table\n"
+           "  --quiet               no progress and no table (the results folder is still named)\n"
            "  --benchmark_*=VALUE   Google Benchmark's own flags (--benchmark_filter, _repetitions, _out, ...)\n"
            "%s"
            "Exit status: 0, 1 if a case failed, 2 on a usage error, 130 if interrupted (completed rows are kept).\n",
@@ -746,8 +746,9 @@ static int bench_main(opts *o, const char *suite_name, int quiet_table, char *ru
         for (size_t i = 0; i < b.nskip; i++) nskip_tier += strncmp(b.skips[i].reason, "failed", 6) != 0;
         printf("\n%zu rows%s", b.nrows, nskip_tier ? "" : "\n");
         if (nskip_tier) printf(", %zu cases skipped (the reasons are in summary.md)\n", nskip_tier);
-        if (b.save) printf("results: %s\n", b.dir);
     }
+    /* also under --quiet: scripts (tools/speed_targets.sh) read the folder from it */
+    if (b.save && !quiet_table && !qkb_gb_list_only()) printf("results: %s\n", b.dir);
     if (interrupted) fprintf(stderr, "qkbench bench: interrupted; the %zu completed rows are in %s\n", b.nrows, b.save ? b.dir : "(not saved)");
     free(b.rows);
     free(b.skips);

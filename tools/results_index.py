@@ -2,7 +2,7 @@
 """Write results/README.md: an index of every run folder under results/, per
 machine, newest first, from each folder's own results.json and machine.json
 (the command that made it, the commit, the probe it was held against, and the
-DRAM read the run measured itself before and after its cases). No number in
+DRAM read and one core's limits the run measured itself before and after its cases). No number in
 the index is computed here; each is copied from the files qkbench wrote.
 
   tools/results_index.py [RESULTS_DIR]      (default: results/ beside tools/)
@@ -47,8 +47,9 @@ def main():
         cpu = ((load(os.path.join(mdir, "machine.json")) or {}).get("cpu") or {}).get("brand", "").strip()
         out += ["## %s" % machine, "", "CPU: %s. Cached probe ([machine.json](%s/machine.json)): %s." % (
             cpu or "?", machine, probe_line(load(os.path.join(mdir, "machine.json")))), "",
-            "| run | command | DRAM read during the run (1 thread, all; before -> after) | probe held to |",
-            "|---|---|---|---|"]
+            "| run | command | DRAM read during the run (1 thread, all; before -> after) "
+            "| one core during the run (int8 dot, f32 FMA, L2 read; before -> after) | probe held to |",
+            "|---|---|---|---|---|"]
         for d in runs:
             r = load(os.path.join(mdir, d, "results.json")) or {}
             dr = r.get("dram_read_during_run") or {}
@@ -56,9 +57,16 @@ def main():
             if dr:
                 during = "%.1f -> %.1f, %.1f -> %.1f GB/s" % (dr.get("before_gbps_1t", 0), dr.get("after_gbps_1t", 0),
                                                             dr.get("before_gbps_threads", 0), dr.get("after_gbps_threads", 0))
+            cr = r.get("core_during_run") or {}
+            core = "-"
+            if cr:
+                core = "%s: %.0f -> %.0f GOP/s, %.0f -> %.0f GFLOP/s, %.0f -> %.0f GB/s" % (
+                    cr.get("tier", "?"), cr.get("before_i8_gops", 0), cr.get("after_i8_gops", 0), cr.get("before_f32_gflops", 0),
+                    cr.get("after_f32_gflops", 0), cr.get("before_l2_gbps", 0), cr.get("after_l2_gbps", 0))
             state = "" if r.get("complete", True) else " (incomplete)"
-            out.append("| [%s](%s/%s/summary.md)%s | `%s` | %s | %s |" % (
-                d, machine, d, state, r.get("command", "?").replace("|", "\\|"), during, probe_line(load(os.path.join(mdir, d, "machine.json")))))
+            out.append("| [%s](%s/%s/summary.md)%s | `%s` | %s | %s | %s |" % (
+                d, machine, d, state, r.get("command", "?").replace("|", "\\|"), during, core,
+                probe_line(load(os.path.join(mdir, d, "machine.json")))))
         out.append("")
     with open(os.path.join(root, "README.md"), "w") as f:
         f.write("\n".join(out))

@@ -9,16 +9,24 @@
 #            L3/DRAM edge) nor 16x4096 cold (too small to stream)
 # Cold rows give two fractions: of the cached probe's DRAM (roofline) and of a plain
 # read of their own buffers right around them (of read), which is what DRAM gave then.
+# Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
+# missed), also written to speed_targets.md in the prefill folder.
 # Build first (tools/run.sh builds the release preset). Extra arguments go to every run
-# (e.g. --reps 3, --results DIR). Takes about 10 minutes on 2 cores.
+# (e.g. --reps 3, --results DIR). Takes about 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 q=build/release/bench/qkbench
 [ -x "$q" ] || { echo "speed_targets: build first (cmake --preset release && cmake --build --preset release)" >&2; exit 2; }
 simd='__(avx2|avxvnni|avx512|avx512vnni)$'
-"$q" bench --quiet --shape 4096x14336 --shape 14336x4096 --group 32,128 --threads 1,2 --cache cold \
-    --filter '^gemv/' "$@"
-"$q" bench --quiet --shape 64x4096x14336 --shape 512x4096x14336 --shape 64x14336x4096 --shape 512x14336x4096 \
-    --group 32,128 --threads 1 --cache warm --filter "^gemm/.*$simd" "$@"
-"$q" bench --quiet --shape 1024x4096 --shape 16x4096 --group 32,128,K --threads 1 --cache both \
-    --filter '^(quantize|dequantize)/.*/(1024x4096/t1/cold|16x4096/t1/warm)/' "$@"
+# each run names its folder ("results: DIR"); the last step reads the three
+run() { "$q" bench --quiet "$@" | tee /dev/stderr | sed -n 's/^results: //p' | tail -n 1; }
+dec=$(run --shape 4096x14336 --shape 14336x4096 --group 32,128 --threads 1,2 --cache cold --filter '^gemv/' "$@")
+pre=$(run --shape 64x4096x14336 --shape 512x4096x14336 --shape 64x14336x4096 --shape 512x14336x4096 \
+    --group 32,128 --threads 1 --cache warm --filter "^gemm/.*$simd" "$@")
+conv=$(run --shape 1024x4096 --shape 16x4096 --group 32,128,K --threads 1 --cache both \
+    --filter '^(quantize|dequantize)/.*/(1024x4096/t1/cold|16x4096/t1/warm)/' "$@")
+[ -n "$dec" ] && [ -n "$pre" ] && [ -n "$conv" ] || { echo "speed_targets: a run saved no results (--no-save?)" >&2; exit 0; }
+# the targets, cell by cell, from those folders: printed and kept beside the prefill run's summary
+python3 tools/speed_targets.py --decode "$dec" --prefill "$pre" --convert "$conv" >"$pre/speed_targets.md.tmp"
+mv "$pre/speed_targets.md.tmp" "$pre/speed_targets.md"
+cat "$pre/speed_targets.md"

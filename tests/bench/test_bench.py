@@ -597,7 +597,76 @@ def t_slowcore(q):
     print("the run's core, worst of its figures: %.0f%% of the probe; %.0f%% of the probe at 3x" % (100 * real, 100 * (worst or 0)))
 
 
-TESTS = {"slowcore": t_slowcore, "probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
+def t_targets(q):
+    """tools/speed_targets.py on results folders written here with known numbers: every cell
+    says what the rows say, bold exactly where a row misses its target, and the count adds up."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "speed_targets.py")
+    base = q.fresh("targets")
+
+    def row(op, what, fmt, g, M, N, K, tier, threads=1, cache="warm", **kv):
+        r = {"op": op, "what": what, "format": fmt, "group": g, "M": M, "N": N, "K": K, "tier": tier, "threads": threads,
+             "cache": cache, "kernel": "k__" + tier, "gbps": 10.0, "gops": 1.0, "roofline": 0.0, "of_read": 0.0}
+        r.update(kv)
+        return r
+
+    def folder(name, rows, core=None):
+        d = os.path.join(base, name)
+        os.makedirs(d)
+        res = {"commit": "c0ffee", "date": "2026-12-04", "command": "qkbench bench " + name, "rows": rows}
+        if core:
+            res["core_during_run"] = core
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump(res, f)
+        with open(os.path.join(d, "machine.json"), "w") as f:
+            json.dump({"probe": {"peaks": [{"tier": "avx512", "f32_gflops_1t": 200.0, "i8_gops_1t": 400.0},
+                                           {"tier": "avx512vnni", "f32_gflops_1t": 200.0, "i8_gops_1t": 780.0}]}}, f)
+        return d
+
+    dec = folder("dec", [
+        row("gemv", "W8A8", "w8s", 32, 1, 4096, 4096, "avx512vnni", cache="cold", of_read=0.95, roofline=0.85),
+        row("gemv", "W8A8", "w8s", 32, 1, 4096, 4096, "avx512", cache="cold", of_read=0.80, roofline=0.88),
+        row("gemv", "W8A8", "w8s", 32, 1, 4096, 4096, "scalar", cache="cold", of_read=1.5, roofline=1.5),
+        row("gemv", "W4A32", "w4s", 32, 1, 4096, 4096, "avx512", cache="cold", of_read=0.81, roofline=0.79)])
+    pre = folder("pre", [
+        row("gemm", "W4A8", "w4s", 32, 64, 4096, 4096, "avx512vnni", gops=480.0),
+        row("gemm", "W4A8", "w4s", 128, 64, 4096, 4096, "avx512vnni", gops=650.0),
+        row("gemm", "W8A8", "w8s", 32, 64, 4096, 4096, "avx512vnni", gops=560.0),
+        row("gemm", "W8A8", "w8s", 32, 64, 4096, 4096, "avx512", gops=390.0),
+        row("gemm", "W4A32", "w4s", 32, 64, 4096, 4096, "avx512", gops=119.0)],
+        core={"tier": "avx512vnni", "before_i8_gops": 990, "after_i8_gops": 640, "before_f32_gflops": 200,
+              "after_f32_gflops": 190, "before_l2_gbps": 160, "after_l2_gbps": 150})
+    conv = folder("conv", [
+        row("quantize", "", "w4s", 32, 1, 16, 4096, "avx512", roofline=0.49),
+        row("quantize", "", "w4s", 32, 1, 16, 4096, "avx2", roofline=0.40),
+        row("quantize", "", "w4s", 4096, 1, 1024, 4096, "avx512", cache="cold", of_read=0.81, gbps=25.0)])
+    p = subprocess.run([sys.executable, tool, "--decode", dec, "--prefill", pre, "--convert", conv],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not check(p.returncode == 0, "speed_targets.py exit %d: %s" % (p.returncode, p.stderr[-300:])):
+        return
+    lines = {l.split("|")[1].strip() + "/" + l.split("|")[2].strip() + "/" + l.split("|")[3].strip(): l
+             for l in p.stdout.splitlines() if l.startswith("| ") and not l.startswith("| mode") and not l.startswith("| op")}
+    expect = {  # the cells each table row must hold, as the tool prints them
+        "W8A8/w8s/32": ["95.0% of read (10.0 GB/s), **88.0%** of DRAM"],  # best of each measure, not the scalar row
+        "W4A32/w4s/32": ["81.0% of read (10.0 GB/s), **79.0%** of DRAM"],
+        "W4A8 (avx512vnni)/w4s/32": ["**61.5% (480)**"],  # above 60% of the 780 GOP/s peak, below 500 GOP/s
+        "W4A8 (avx512vnni)/w4s/128": ["83.3% (650)"],
+        "W8A8 (avx512vnni)/w8s/32": ["**71.8% (560)**"],  # the avx512 row (97.5% of its own peak) is not the target tier
+        "W4A32 (avx512)/w4s/32": ["**59.5% (119)**"],
+        "quantize/w4s/32": ["**49.0% (10.0 GB/s)**"],
+        "quantize/w4s/K": ["81.0% (25.0 GB/s)"]}
+    for k, cells in expect.items():
+        l = lines.get(k)
+        if check(l is not None, "speed_targets.py: no row %s in:\n%s" % (k, p.stdout)):
+            for c in cells:
+                check(c in l, "speed_targets.py row %s lacks %r: %s" % (k, c, l))
+    check("4 of 10 cells meet their target" in p.stdout, "the count: %s" % p.stdout.splitlines()[-1])
+    check("int8 dot 990 / 640 GOP/s" in p.stdout, "the prefill run's core check is not shown")
+    p = subprocess.run([sys.executable, tool, "--decode", os.path.join(base, "missing")], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 2 and "cannot read the results" in p.stderr, "a missing folder: exit %d, %r" % (p.returncode, p.stderr))
+
+
+TESTS = {"targets": t_targets, "slowcore": t_slowcore, "probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
          "sigint": t_sigint, "report": t_report, "emulation": t_emulation}
 
 

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""The x86 speed targets of DESIGN §7, read off the results folders that
+tools/speed_targets.sh makes: one table per kind of run, one cell per target,
+bold where the cell misses. Every number is copied from, or is a ratio of two
+numbers in, the files qkbench wrote (results.json, machine.json); nothing is
+measured here.
+
+  tools/speed_targets.py [--decode DIR] [--prefill DIR] [--convert DIR ...]
+
+Decode (gemv, M = 1, cold): the best SIMD variant of W4A8, W8A8 and W4A32 per
+format, g, shape and threads; the cell is its rate against a plain read of the
+same buffers around its calls ("of read") and against the probe's DRAM read,
+target 90% (W4A32 80%) on each.
+Prefill (gemm, warm): avx512vnni for W8A8 (75%) and W4A8 (60% and 500 GOP/s),
+avx512 for W4A32 (60% of the f32 FMA peak); the fraction is of the probe's
+1-thread peak of that tier.
+Convert (quantize, dequantize): the best SIMD variant; cold rows against the
+read of their own buffers (80%), warm rows against the probe's L2 read (50%).
+Each run's own DRAM and core checks (what the host gave during it) head its
+table: a cell from a slow spell misses for the host, not only the kernel.
+"""
+import argparse
+import json
+import os
+import sys
+
+SIMD = ("avx2", "avxvnni", "avx512", "avx512vnni", "neon", "neondot", "neoni8mm")
+
+
+def load(d, name):
+    with open(os.path.join(d, name)) as f:
+        return json.load(f)
+
+
+class Tally:
+    def __init__(self):
+        self.met = self.cells = 0
+
+    def cell(self, text, ok):
+        self.cells += 1
+        self.met += ok
+        return text if ok else "**%s**" % text
+
+
+def header(d, res):
+    out = ["Run `%s` (commit `%s`, %s): `%s`" % (os.path.basename(os.path.normpath(d)), res.get("commit", "?"),
+                                                    res.get("date", "?"), res.get("command", "?"))]
+    dr = res.get("dram_read_during_run")
+    if dr:
+        line = "- DRAM read during the run, before / after: %.1f / %.1f GB/s (1 thread)" % (dr["before_gbps_1t"], dr["after_gbps_1t"])
+        if dr["threads"] > 1:
+            line += ", %.1f / %.1f GB/s (%d threads)" % (dr["before_gbps_threads"], dr["after_gbps_threads"], dr["threads"])
+        out.append(line)
+    cr = res.get("core_during_run")
+    if cr:
+        out.append("- one core during the run (%s), before / after: int8 dot %.0f / %.0f GOP/s, f32 FMA %.0f / %.0f GFLOP/s, "
+                   "L2 read %.0f / %.0f GB/s" % (cr["tier"], cr["before_i8_gops"], cr["after_i8_gops"], cr["before_f32_gflops"],
+                                                 cr["after_f32_gflops"], cr["before_l2_gbps"], cr["after_l2_gbps"]))
+    return out + [""]
+
+
+def gname(r):
+    return "K" if r["group"] == r["K"] and r["op"] in ("quantize", "dequantize") else str(r["group"])
+
+
+def decode(d, t):
+    res = load(d, "results.json")
+    best = {}
+    for r in res["rows"]:
+        if r["op"] != "gemv" or r["cache"] != "cold" or r["tier"] not in SIMD or r["what"] not in ("W4A8", "W8A8", "W4A32"):
+            continue
+        if not r.get("of_read"):
+            continue
+        k, c = (r["what"], r["format"], r["group"]), (r["threads"], "%dx%d" % (r["N"], r["K"]))
+        b = best.setdefault((k, c), {"of_read": r, "roofline": r})
+        for m in b:
+            if r[m] > b[m][m]:
+                b[m] = r
+    cols = sorted({c for _, c in best}, key=lambda c: (c[0], c[1]))
+    out = ["### Decode: gemv on DRAM-resident weights, best SIMD variant", ""] + header(d, res)
+    out += ["| mode | fmt | g | " + " | ".join("%dt %s" % c for c in cols) + " | target |",
+            "|---|---|---|" + "---|" * len(cols) + "---|"]
+    for k in sorted({k for k, _ in best}):
+        want = 0.8 if k[0] == "W4A32" else 0.9
+        cells = []
+        for c in cols:
+            r = best.get((k, c))
+            if not r:
+                cells.append("-")
+                continue
+            a, b = r["of_read"], r["roofline"]
+            cells.append("%s of read (%.1f GB/s), %s of DRAM" % (
+                t.cell("%.1f%%" % (100 * a["of_read"]), a["of_read"] >= want), a["gbps"],
+                t.cell("%.1f%%" % (100 * b["roofline"]), b["roofline"] >= want)))
+        out.append("| %s | %s | %s | %s | %d%% |" % (k[0], k[1], k[2], " | ".join(cells), round(100 * want)))
+    return out + [""]
+
+
+def prefill(d, t):
+    res, m = load(d, "results.json"), load(d, "machine.json")
+    peaks = {p["tier"]: p for p in m["probe"]["peaks"]}
+    tier_of = {"W8A8": "avx512vnni", "W4A8": "avx512vnni", "W4A32": "avx512"}
+    cells, shapes = {}, set()
+    for r in res["rows"]:
+        if r["op"] != "gemm" or r["what"] not in tier_of or r["tier"] != tier_of[r["what"]] or r["tier"] not in peaks:
+            continue
+        s = "%dx%dx%d" % (r["M"], r["N"], r["K"])
+        shapes.add(s)
+        p = peaks[r["tier"]]
+        peak = p["f32_gflops_1t"] if r["what"] == "W4A32" else p["i8_gops_1t"]
+        cells[(r["what"], r["format"], r["group"], s)] = (r["gops"], r["gops"] / peak, r["kernel"])
+    shapes = sorted(shapes, key=lambda s: tuple(int(x) for x in s.split("x"))[::-1])
+    out = ["### Prefill: gemm, one thread, of the tier's peak in the probe", ""] + header(d, res)
+    out += ["| mode (tier) | fmt | g | " + " | ".join(shapes) + " | target |", "|---|---|---|" + "---|" * len(shapes) + "---|"]
+    want = {"W8A8": (0.75, 0), "W4A8": (0.60, 500), "W4A32": (0.60, 0)}
+    for k in sorted({c[:3] for c in cells}):
+        frac, gops = want[k[0]]
+        row = []
+        for s in shapes:
+            c = cells.get(k + (s,))
+            row.append(t.cell("%.1f%% (%.0f)" % (100 * c[1], c[0]), c[1] >= frac and c[0] >= gops) if c else "-")
+        out.append("| %s (%s) | %s | %s | %s | %d%%%s |" % (k[0], tier_of[k[0]], k[1], k[2], " | ".join(row), round(100 * frac),
+                                                           ", %d GOP/s" % gops if gops else ""))
+    return out + [""]
+
+
+def convert(d, t):
+    res = load(d, "results.json")
+    best = {}
+    for r in res["rows"]:
+        if r["op"] not in ("quantize", "dequantize") or r["tier"] not in SIMD:
+            continue
+        v = r.get("of_read") if r["cache"] == "cold" else r["roofline"]
+        if not v:
+            continue
+        k = (r["op"], r["format"], gname(r), r["cache"], "%dx%d" % (r["N"], r["K"]), r["threads"])
+        if k not in best or v > best[k][0]:
+            best[k] = (v, r)
+    cols = sorted({k[3:] for k in best})
+    out = ["### Quantize and dequantize: best SIMD variant (cold: of read; warm: of the probe's L2 read)", ""] + header(d, res)
+    out += ["| op | fmt | g | " + " | ".join("%s %s %dt" % (c[1], c[0], c[2]) for c in cols) + " |",
+            "|---|---|---|" + "---|" * len(cols)]
+    for k in sorted({k[:3] for k in best}, key=lambda k: (k[0], k[1], k[2] == "K", int(k[2]) if k[2] != "K" else 0)):
+        row = []
+        for c in cols:
+            b = best.get(k + c)
+            if not b:
+                row.append("-")
+                continue
+            want = 0.8 if c[0] == "cold" else 0.5
+            row.append(t.cell("%.1f%% (%.1f GB/s)" % (100 * b[0], b[1]["gbps"]), b[0] >= want))
+        out.append("| %s | %s | %s | %s |" % (k[0], k[1], k[2], " | ".join(row)))
+    return out + [""]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--decode")
+    ap.add_argument("--prefill")
+    ap.add_argument("--convert", action="append", default=[])
+    a = ap.parse_args()
+    if not (a.decode or a.prefill or a.convert):
+        ap.error("name at least one results folder")
+    t, out = Tally(), ["## Speed targets (DESIGN §7)", ""]
+    try:
+        if a.decode:
+            out += decode(a.decode, t)
+        if a.prefill:
+            out += prefill(a.prefill, t)
+        for d in a.convert:
+            out += convert(d, t)
+    except (OSError, ValueError, KeyError) as e:
+        print("speed_targets.py: cannot read the results: %s" % e, file=sys.stderr)
+        return 2
+    out.append("%d of %d cells meet their target (bold: missed)." % (t.met, t.cells))
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
