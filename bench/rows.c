@@ -467,7 +467,9 @@ static void core_line(FILE *f, const qkb_run_meta *m, const qkb_limits *l) {
         if (m->core_now[0][k] <= 0 && m->core_now[1][k] <= 0) continue;
         char v[2][24];
         for (int t = 0; t < 2; t++) snprintf(v[t], sizeof v[t], m->core_now[t][k] > 0 ? "%.0f" : "-", m->core_now[t][k]);
-        fprintf(f, "%s %s %s / %s %s (probe %.0f)", sep++ ? "," : "", what[k], v[0], v[1], unit[k], probe[k] * 1e-9);
+        char pv[24] = "-";
+        if (probe[k] > 0) snprintf(pv, sizeof pv, "%.0f", probe[k] * 1e-9);
+        fprintf(f, "%s %s %s / %s %s (probe %s)", sep++ ? "," : "", what[k], v[0], v[1], unit[k], pv);
         for (int t = 0; t < 2; t++)
             if (probe[k] > 0 && m->core_now[t][k] > 0 && m->core_now[t][k] * 1e9 / probe[k] < worst)
                 worst = m->core_now[t][k] * 1e9 / probe[k], wname = what[k];
