@@ -968,6 +968,25 @@ int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_
     return n;
 }
 
+int qkb_case_peak_pairs(qkb_case *c, int npairs, double seconds, double *kernel_ops, double *peak_ops, char *err, size_t errlen) {
+    qkb_res *r = c->res;
+    if (!r || c->cold || c->threads != 1 || c->kind != QKB_MATMUL || strcmp(c->bound, "compute")) return 0;
+    const int int8 = c->rule != QK_ACT_F32;
+    if (!r->pool) qkb_pin_self(0);
+    int n = 0;
+    double t_end = qkb_seconds() + seconds;
+    while (n < npairs && (n < 5 || qkb_seconds() < t_end)) {
+        double t0 = qkb_seconds();
+        if (qkb_case_call(c, err, errlen)) return -1;
+        double t1 = qkb_seconds(), dt = t1 - t0;
+        double pk = qkb_peak_burst(c->tier, int8, dt < 5e-4 ? 5e-4 : dt > 5e-3 ? 5e-3 : dt);
+        if (pk <= 0 || dt <= 0) return 0;
+        kernel_ops[n] = c->ops / dt;
+        peak_ops[n++] = pk;
+    }
+    return n;
+}
+
 int qkb_case_call(qkb_case *c, char *err, size_t errlen) {
     qkb_res *r = c->res;
     int i = r->next;

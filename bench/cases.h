@@ -119,6 +119,13 @@ int qkb_case_call(qkb_case *c, char *err, size_t errlen);
 /// single copy), or -1 with a message in err if a call failed. Past `seconds`
 /// it stops at 5 pairs or more (slow calls).
 int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen);
+/// The same for warm compute-bound matmul rows on one thread: npairs times, one call of
+/// the case (timed) and right after it a burst of the probe's peak loop of the case's
+/// tier and kind (int8 dot or f32 FMA) about as long as the call. Rates (ops/s) into
+/// kernel_ops[i] and peak_ops[i]; the number of pairs (0 when the case is not such a
+/// row), or -1 with a message in err if a call failed. Past `seconds` it stops at 5 pairs
+/// or more.
+int qkb_case_peak_pairs(qkb_case *c, int npairs, double seconds, double *kernel_ops, double *peak_ops, char *err, size_t errlen);
 void qkb_case_teardown(qkb_case *c);
 /// Free the weight/data cache shared by consecutive cases.
 void qkb_cases_release_cache(void);

@@ -455,6 +455,26 @@ static int measure_peaks(qkb_limits *l, int progress) {
     return 0;
 }
 
+double qkb_peak_burst(qk_tier t, int int8, double seconds) {
+    static double per_iter[QK_TIER_COUNT][2]; /* seconds per iteration, from the first call */
+    const qkb_peak_tier *pt = NULL;
+    for (size_t i = 0; i < qkb_peak_tier_count; i++)
+        if (qkb_peak_tiers[i].tier == t) pt = &qkb_peak_tiers[i];
+    if (!pt || (unsigned)t >= QK_TIER_COUNT || !(qk_cpu()->tiers >> t & 1u)) return 0;
+    qkb_peak_fn fn = int8 ? pt->i8 : pt->f32;
+    volatile double sink;
+    double *pi = &per_iter[t][int8 != 0];
+    for (uint64_t it = 1000; *pi <= 0; it *= 4) {
+        double t0 = qkb_seconds();
+        fn(it, &sink);
+        double dt = qkb_seconds() - t0;
+        if (dt > 2e-4 || it > (1ull << 40)) *pi = dt / (double)it;
+    }
+    uint64_t iters = (uint64_t)(seconds / *pi) + 1;
+    double t0 = qkb_seconds(), ops = fn(iters, &sink), dt = qkb_seconds() - t0;
+    return dt > 0 ? ops / dt : 0;
+}
+
 int qkb_probe_core_now(const qkb_limits *l, qkb_core_now *out) {
     memset(out, 0, sizeof *out);
     char err[200];

@@ -82,6 +82,11 @@ typedef struct qkb_core_now {
 } qkb_core_now;
 int qkb_probe_core_now(const qkb_limits *l, qkb_core_now *out);
 
+/// One burst (about `seconds`) of tier t's int8 dot (int8) or f32 FMA loop on the
+/// calling thread: its rate now, ops/s (0 if the tier has no such loop here). The
+/// first call per loop calibrates its length.
+double qkb_peak_burst(qk_tier t, int int8, double seconds);
+
 /// The probe's read loop: the best one this CPU runs (its tier's name into tier, if given).
 qkb_read_fn qkb_read_best(char *tier, size_t tn);
 

@@ -85,6 +85,30 @@ void qkb_rows_speedups(qkb_row *rows, size_t n) {
 static const char *const core_keys[2][3] = {{"before_i8_gops", "before_f32_gflops", "before_l2_gbps"},
                                             {"after_i8_gops", "after_f32_gflops", "after_l2_gbps"}};
 
+static void pairs_json(qkw *w, const char *key, const double (*p)[2], int n) {
+    if (!n) return;
+    qkw_key(w, key);
+    qkw_arr(w);
+    for (int i = 0; i < n; i++) {
+        qkw_arr(w);
+        qkw_num(w, p[i][0]);
+        qkw_num(w, p[i][1]);
+        qkw_end_arr(w);
+    }
+    qkw_end_arr(w);
+}
+
+static int pairs_load(const qkj *ps, double (*p)[2]) {
+    int n = 0;
+    for (size_t k = 0; ps && ps->type == QKJ_ARR && k < ps->n && n < QKB_ROW_MAX_PAIRS; k++) {
+        const qkj *pk = ps->items[k];
+        if (pk->type != QKJ_ARR || pk->n != 2) continue;
+        p[n][0] = qkj_num(pk->items[0], 0);
+        p[n++][1] = qkj_num(pk->items[1], 0);
+    }
+    return n;
+}
+
 static void row_json(qkw *w, const qkb_row *r) {
     qkw_obj(w);
     qkw_kstr(w, "name", r->name);
@@ -124,37 +148,30 @@ static void row_json(qkw *w, const qkb_row *r) {
     qkw_knum(w, "speedup_vs_scalar", r->speedup);
     qkw_knum(w, "read_gbps", r->read_gbps);
     qkw_knum(w, "of_read", r->of_read);
+    qkw_knum(w, "peak_now_gops", r->peak_now_gops);
+    qkw_knum(w, "of_peak_now", r->of_peak);
     qkw_kint(w, "headline", r->headline);
     qkw_kbool(w, "emulated", r->emulated);
     qkw_key(w, "times_s");
     qkw_arr(w);
     for (int i = 0; i < r->ntimes; i++) qkw_num(w, r->times[i]);
     qkw_end_arr(w);
-    if (r->npairs) {
-        qkw_key(w, "read_pairs_gbps");
-        qkw_arr(w);
-        for (int i = 0; i < r->npairs; i++) {
-            qkw_arr(w);
-            qkw_num(w, r->pairs[i][0]);
-            qkw_num(w, r->pairs[i][1]);
-            qkw_end_arr(w);
-        }
-        qkw_end_arr(w);
-    }
+    pairs_json(w, "read_pairs_gbps", r->pairs, r->npairs);
+    pairs_json(w, "peak_pairs_gops", r->pk, r->npk);
     qkw_end_obj(w);
 }
 
 static const char *csv_header =
     "name,op,what,kernel,tier,format,group,scales,M,N,K,threads,cache,reps,iterations,median_s,mean_s,min_s,max_s,"
-    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated,read_gbps,of_read\n";
+    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated,read_gbps,of_read,peak_now_gops,of_peak_now\n";
 
 static void row_csv(qkb_buf *b, const qkb_row *r) {
     qkb_buf_printf(b, "%s,%s,%s,%s,%s,%s,%zu,%s,%zu,%zu,%zu,%d,%s,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%s,"
-                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d,%.5g,%.4g\n",
+                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d,%.5g,%.4g,%.5g,%.4g\n",
                    r->name, r->op, r->what, r->kernel, r->tier, r->format, r->group, r->scales, r->M, r->N, r->K, r->threads, r->cache,
                    r->reps, (long long)r->iterations, r->median_s, r->mean_s, r->min_s, r->max_s, r->stddev_s, r->cv, r->spread, r->ops,
                    r->bytes, r->gops, r->gbps, r->bpw, r->ai, r->level, r->bw_gbps, r->peak_gops, r->roofline_s, r->roofline, r->bound,
-                   r->speedup, r->headline, r->emulated, r->read_gbps, r->of_read);
+                   r->speedup, r->headline, r->emulated, r->read_gbps, r->of_read, r->peak_now_gops, r->of_peak);
 }
 
 int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, size_t n, const qkb_skip *skips, size_t nskip,
@@ -295,13 +312,10 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         r->of_read = qkj_num(qkj_get(o, "of_read"), 0);
         const qkj *ts = qkj_get(o, "times_s");
         for (size_t k = 0; ts && ts->type == QKJ_ARR && k < ts->n && k < QKB_ROW_MAX_TIMES; k++) r->times[r->ntimes++] = qkj_num(ts->items[k], 0);
-        const qkj *ps = qkj_get(o, "read_pairs_gbps");
-        for (size_t k = 0; ps && ps->type == QKJ_ARR && k < ps->n && k < QKB_ROW_MAX_PAIRS; k++) {
-            const qkj *pk = ps->items[k];
-            if (pk->type != QKJ_ARR || pk->n != 2) continue;
-            r->pairs[r->npairs][0] = qkj_num(pk->items[0], 0);
-            r->pairs[r->npairs++][1] = qkj_num(pk->items[1], 0);
-        }
+        r->peak_now_gops = qkj_num(qkj_get(o, "peak_now_gops"), 0);
+        r->of_peak = qkj_num(qkj_get(o, "of_peak_now"), 0);
+        r->npairs = pairs_load(qkj_get(o, "read_pairs_gbps"), r->pairs);
+        r->npk = pairs_load(qkj_get(o, "peak_pairs_gops"), r->pk);
     }
     qkj_free(root);
     return 0;
@@ -339,7 +353,7 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
     if (emulated) fprintf(f, md ? "**%s** (an emulated CPU: compare nothing here with real hardware)\n\n" : "%s (an emulated CPU: compare nothing here with real hardware)\n", QKB_EMULATED_LINE);
     if (md) {
         fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | "
-                   "%% of a plain read of its buffers | speed-up vs scalar |\n");
+                   "%% of a plain read of its buffers (cold) or of the peak loop now (pk: warm, compute-bound) | speed-up vs scalar |\n");
         fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     } else {
         fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %7s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
@@ -362,6 +376,7 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
         char t[32], rate[32], shape[48], roof[32], sp[32], g[16], rd[16] = "-";
         fmt_time(t, sizeof t, r->median_s);
         if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f%%", 100 * r->of_read);
+        else if (r->peak_now_gops > 0) snprintf(rd, sizeof rd, "%.1f%% pk", 100 * r->of_peak);
         fmt_rate(rate, sizeof rate, r);
         fmt_shape(shape, sizeof shape, r);
         snprintf(roof, sizeof roof, "%.1f%%%s %s", 100 * r->roofline, r->roofline > 1.05 ? "!" : "", r->level);
@@ -545,7 +560,7 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
     tiers_table(f, rows, n);
     if (extra_md && *extra_md) fprintf(f, "\n%s\n", extra_md);
     fprintf(f, "\n## All rows (%zu)\n\n| name | median | spread | GOP/s | GB/s | bpw | level | %% of roofline | bound | "
-               "plain read of its buffers | vs scalar |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+               "plain read of its buffers, or the peak loop now (pk) | vs scalar |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
             n);
     for (size_t i = 0; i < n; i++) {
         const qkb_row *r = &rows[i];
@@ -553,6 +568,7 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
         fmt_time(t, sizeof t, r->median_s);
         if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2fx", r->speedup);
         if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f GB/s (%.1f%%)", r->read_gbps, 100 * r->of_read);
+        else if (r->peak_now_gops > 0) snprintf(rd, sizeof rd, "pk %.0f GOP/s (%.1f%%)", r->peak_now_gops, 100 * r->of_peak);
         fprintf(f, "| `%s` | %s | %.1f%% | %.2f | %.2f | %.2f | %s | %.1f%% | %s | %s | %s |\n", r->name, t, 100 * r->spread, r->gops,
                 r->gbps, r->bpw, r->level, 100 * r->roofline, r->bound, rd, sp);
     }

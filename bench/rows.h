@@ -30,6 +30,12 @@
 ///   read_gbps   the median read of those pairs (0: not measured)
 ///   of_read     the median over the pairs of kernel / read: the fraction of what a plain read got from
 ///               DRAM at the same moment (on a shared machine DRAM moves within tens of milliseconds)
+///   peak_pairs_gops  warm compute-bound matmul rows on 1 thread (results.json only): after the
+///               repetitions, [kernel, peak] GOP/s of alternating single calls and bursts of the
+///               probe's peak loop of the row's tier and kind (int8 dot or f32 FMA), each about a call long
+///   peak_now_gops  the median peak of those pairs (0: not measured)
+///   of_peak_now the median over the pairs of kernel / peak: the fraction of what the core's dot (or
+///               FMA) loop got at the same moment (on a shared machine a core slows for minutes)
 ///   headline    1 if the row is in the compact table
 ///   emulated    true if the CPU was emulated (qemu-user, ...): the timings are the emulator's
 #ifndef QKB_ROWS_H
@@ -59,6 +65,9 @@ typedef struct qkb_row {
     double times[QKB_ROW_MAX_TIMES];
     int npairs;
     double pairs[QKB_ROW_MAX_PAIRS][2]; /* read_pairs_gbps: [kernel, read] */
+    double peak_now_gops, of_peak;
+    int npk;
+    double pk[QKB_ROW_MAX_PAIRS][2]; /* peak_pairs_gops: [kernel, peak] */
 } qkb_row;
 
 /// Fill a row from a case and its per-repetition times (seconds per call).

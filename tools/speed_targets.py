@@ -13,7 +13,8 @@ same buffers around its calls ("of read") and against the probe's DRAM read,
 target 90% (W4A32 80%) on each.
 Prefill (gemm, warm): avx512vnni for W8A8 (75%) and W4A8 (60% and 500 GOP/s),
 avx512 for W4A32 (60% of the f32 FMA peak); the fraction is of the probe's
-1-thread peak of that tier.
+1-thread peak of that tier, and (where the row has it) of the same peak loop run
+in bursts between the row's calls ("of peak now").
 Convert (quantize, dequantize): the best SIMD variant; cold rows against the
 read of their own buffers (80%), warm rows against the probe's L2 read (50%).
 Each run's own DRAM and core checks (what the host gave during it) head its
@@ -108,9 +109,9 @@ def prefill(d, t):
         shapes.add(s)
         p = peaks[r["tier"]]
         peak = p["f32_gflops_1t"] if r["what"] == "W4A32" else p["i8_gops_1t"]
-        cells[(r["what"], r["format"], r["group"], s)] = (r["gops"], r["gops"] / peak, r["kernel"])
+        cells[(r["what"], r["format"], r["group"], s)] = (r["gops"], r["gops"] / peak, r.get("of_peak_now", 0))
     shapes = sorted(shapes, key=lambda s: tuple(int(x) for x in s.split("x"))[::-1])
-    out = ["### Prefill: gemm, one thread, of the tier's peak in the probe", ""] + header(d, res)
+    out = ["### Prefill: gemm, one thread, of the tier's peak in the probe (GOP/s) and of its peak loop beside the calls", ""] + header(d, res)
     out += ["| mode (tier) | fmt | g | " + " | ".join(shapes) + " | target |", "|---|---|---|" + "---|" * len(shapes) + "---|"]
     want = {"W8A8": (0.75, 0), "W4A8": (0.60, 500), "W4A32": (0.60, 0)}
     for k in sorted({c[:3] for c in cells}):
@@ -118,7 +119,13 @@ def prefill(d, t):
         row = []
         for s in shapes:
             c = cells.get(k + (s,))
-            row.append(t.cell("%.1f%% (%.0f)" % (100 * c[1], c[0]), c[1] >= frac and c[0] >= gops) if c else "-")
+            if not c:
+                row.append("-")
+                continue
+            cell = t.cell("%.1f%% (%.0f)" % (100 * c[1], c[0]), c[1] >= frac and c[0] >= gops)
+            if c[2]:
+                cell += ", %s of peak now" % t.cell("%.1f%%" % (100 * c[2]), c[2] >= frac)
+            row.append(cell)
         out.append("| %s (%s) | %s | %s | %s | %d%%%s |" % (k[0], tier_of[k[0]], k[1], k[2], " | ".join(row), round(100 * frac),
                                                            ", %d GOP/s" % gops if gops else ""))
     return out + [""]
