@@ -468,7 +468,7 @@ double qkb_peak_burst(qk_tier t, int int8, double seconds) {
         double t0 = qkb_seconds();
         fn(it, &sink);
         double dt = qkb_seconds() - t0;
-        if (dt > 2e-4 || it > (1ull << 40)) *pi = dt / (double)it;
+        if (dt > 2e-4 || it > (1ull << 40)) *pi = dt > 0 ? dt / (double)it : 1e-9;
     }
     uint64_t iters = (uint64_t)(seconds / *pi) + 1;
     double t0 = qkb_seconds(), ops = fn(iters, &sink), dt = qkb_seconds() - t0;
