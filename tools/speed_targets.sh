@@ -12,7 +12,7 @@
 # Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
 # missed), also written to speed_targets.md in the prefill folder.
 # Build first (tools/run.sh builds the release preset). Extra arguments go to every run
-# (e.g. --reps 3, --results DIR). Takes about 15 minutes on 2 cores.
+# (e.g. --reps 3, --results DIR). Takes about 20 minutes on 2 cores (19 on f2e8e8a46b).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 q=build/release/bench/qkbench
