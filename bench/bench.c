@@ -485,44 +485,39 @@ static size_t find_case(bench_run *b, const char *name) {
     return (size_t)-1;
 }
 
+/* n pairs of a call's rate and a reference rate beside it into a row's pairs (units
+ * of 1e9), its median reference and its median ratio. */
+static void pairs_into(const double *kb, double *ref, int n, double (*out)[2], int *nout, double *of, double *ref_med) {
+    double ratio[QKB_ROW_MAX_PAIRS];
+    n = n < QKB_ROW_MAX_PAIRS ? n : QKB_ROW_MAX_PAIRS;
+    *nout = n;
+    for (int i = 0; i < n; i++) {
+        out[i][0] = kb[i] * 1e-9, out[i][1] = ref[i] * 1e-9;
+        ratio[i] = kb[i] / ref[i];
+    }
+    *of = qk_median(ratio, n);
+    *ref_med = qk_median(ref, n) * 1e-9;
+}
+
 /* Cold rows: the kernel against a plain read of its buffers, pair by pair
  * (qkb_case_read_pairs), into read_pairs_gbps, read_gbps (the median read)
  * and of_read (the median ratio). DRAM on a shared machine moves by half its
  * rate within tens of milliseconds, so only reads taken right beside each
- * call say what that call could have had. */
-enum { READ_PAIRS = 21 };
-static void read_pairs(qkb_case *c, qkb_row *row) {
-    double kb[READ_PAIRS], rb[READ_PAIRS], ratio[READ_PAIRS];
+ * call say what that call could have had.
+ * Warm compute-bound matmul rows on one thread: the kernel against bursts of the
+ * probe's peak loop of its tier (qkb_case_peak_pairs), into peak_pairs_gops,
+ * peak_now_gops and of_peak: a core of a shared machine runs a third slow for
+ * minutes at a time, which the roofline (against the probe) cannot tell from a
+ * slow kernel. */
+enum { READ_PAIRS = 21, PEAK_PAIRS = 11 };
+static void row_pairs(qkb_case *c, qkb_row *row) {
+    double kb[READ_PAIRS], rb[READ_PAIRS];
     char err[300];
-    int n = qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, err, sizeof err);
+    int n = c->cold ? qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, err, sizeof err)
+                    : qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, rb, err, sizeof err);
     if (n <= 0) return;
-    row->npairs = n < QKB_ROW_MAX_PAIRS ? n : QKB_ROW_MAX_PAIRS;
-    for (int i = 0; i < n; i++) {
-        if (i < row->npairs) row->pairs[i][0] = kb[i] * 1e-9, row->pairs[i][1] = rb[i] * 1e-9;
-        ratio[i] = kb[i] / rb[i];
-    }
-    row->of_read = qk_median(ratio, n);
-    row->read_gbps = qk_median(rb, n) * 1e-9;
-}
-
-/* Warm compute-bound matmul rows on one thread: the kernel against bursts of the
- * probe's peak loop of its tier, pair by pair (qkb_case_peak_pairs), into
- * peak_pairs_gops, peak_now_gops (the median burst) and of_peak (the median
- * ratio): a core of a shared machine runs a third slow for minutes at a time,
- * which the roofline (against the probe) cannot tell from a slow kernel. */
-enum { PEAK_PAIRS = 11 };
-static void peak_pairs(qkb_case *c, qkb_row *row) {
-    double kb[PEAK_PAIRS], pb[PEAK_PAIRS], ratio[PEAK_PAIRS];
-    char err[300];
-    int n = qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, pb, err, sizeof err);
-    if (n <= 0) return;
-    row->npk = n < QKB_ROW_MAX_PAIRS ? n : QKB_ROW_MAX_PAIRS;
-    for (int i = 0; i < n; i++) {
-        if (i < row->npk) row->pk[i][0] = kb[i] * 1e-9, row->pk[i][1] = pb[i] * 1e-9;
-        ratio[i] = kb[i] / pb[i];
-    }
-    row->of_peak = qk_median(ratio, n);
-    row->peak_now_gops = qk_median(pb, n) * 1e-9;
+    if (c->cold) pairs_into(kb, rb, n, row->pairs, &row->npairs, &row->of_read, &row->read_gbps);
+    else pairs_into(kb, rb, n, row->pk, &row->npk, &row->of_peak, &row->peak_now_gops);
 }
 
 static void on_run(const qkb_gb_run *run, void *ctx) {
@@ -565,10 +560,7 @@ static void on_run(const qkb_gb_run *run, void *ctx) {
     b->rows = rows;
     qkb_row *row = &b->rows[b->nrows++];
     qkb_row_from_case(row, c, r->times, r->ntimes, r->iterations);
-    if (!qkb_emulation_get()->emulated) { /* the case is still set up */
-        if (c->cold) read_pairs(c, row);
-        else peak_pairs(c, row);
-    }
+    if (!qkb_emulation_get()->emulated) row_pairs(c, row); /* the case is still set up */
     save(b);
     qkb_shard_case(&b->shard, c->name, 1);
 }

@@ -947,44 +947,48 @@ static int streams_dram(const qkb_case *c) {
     return c->res && c->cold && (c->kind == QKB_QUANTIZE || c->kind == QKB_DEQUANTIZE || c->kind == QKB_MATMUL);
 }
 
-int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen) {
-    qkb_res *r = c->res;
-    if (!streams_dram(c) || r->ncopies < 2) return 0;
-    if (!r->pool) qkb_pin_self(0);
+/* npairs (5 or more past `seconds`) of one timed call of the case, at `work` (bytes
+ * or ops) per call, and right after it the reference rate `beside` measures. */
+static int case_pairs(qkb_case *c, int npairs, double seconds, double work, double (*beside)(qkb_case *, double),
+                      double *kernel, double *ref, char *err, size_t errlen) {
+    if (!c->res->pool) qkb_pin_self(0);
     int n = 0;
     double t_end = qkb_seconds() + seconds;
     while (n < npairs && (n < 5 || qkb_seconds() < t_end)) {
         double t0 = qkb_seconds();
         if (qkb_case_call(c, err, errlen)) return -1;
-        double t1 = qkb_seconds();
-        qkb_region reg[4];
-        int i = r->next; /* the copy the next call would take: cold since its last use */
-        r->next = r->next + 1 == r->ncopies ? 0 : r->next + 1;
-        double rb = qkb_read_regions_once(r->pool, reg, copy_regions(c, i, reg));
-        if (rb <= 0 || t1 <= t0) return 0;
-        kernel_bw[n] = c->bytes / (t1 - t0);
-        read_bw[n++] = rb;
+        double dt = qkb_seconds() - t0, rb = beside(c, dt);
+        if (rb <= 0 || dt <= 0) return 0;
+        kernel[n] = work / dt;
+        ref[n++] = rb;
     }
     return n;
 }
 
-int qkb_case_peak_pairs(qkb_case *c, int npairs, double seconds, double *kernel_ops, double *peak_ops, char *err, size_t errlen) {
+/* One plain read of the copy the next call would take (cold since its last use),
+ * which the next call then skips. */
+static double read_beside(qkb_case *c, double call_s) {
+    (void)call_s;
     qkb_res *r = c->res;
-    if (!r || c->cold || c->threads != 1 || c->kind != QKB_MATMUL || strcmp(c->bound, "compute")) return 0;
-    const int int8 = c->rule != QK_ACT_F32;
-    if (!r->pool) qkb_pin_self(0);
-    int n = 0;
-    double t_end = qkb_seconds() + seconds;
-    while (n < npairs && (n < 5 || qkb_seconds() < t_end)) {
-        double t0 = qkb_seconds();
-        if (qkb_case_call(c, err, errlen)) return -1;
-        double t1 = qkb_seconds(), dt = t1 - t0;
-        double pk = qkb_peak_burst(c->tier, int8, dt < 5e-4 ? 5e-4 : dt > 5e-3 ? 5e-3 : dt);
-        if (pk <= 0 || dt <= 0) return 0;
-        kernel_ops[n] = c->ops / dt;
-        peak_ops[n++] = pk;
-    }
-    return n;
+    qkb_region reg[4];
+    int i = r->next;
+    r->next = r->next + 1 == r->ncopies ? 0 : r->next + 1;
+    return qkb_read_regions_once(r->pool, reg, copy_regions(c, i, reg));
+}
+
+/* A burst of the tier's peak loop about as long as the call (0.5-5 ms). */
+static double peak_beside(qkb_case *c, double call_s) {
+    return qkb_peak_burst(c->tier, c->rule != QK_ACT_F32, call_s < 5e-4 ? 5e-4 : call_s > 5e-3 ? 5e-3 : call_s);
+}
+
+int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen) {
+    if (!streams_dram(c) || c->res->ncopies < 2) return 0;
+    return case_pairs(c, npairs, seconds, c->bytes, read_beside, kernel_bw, read_bw, err, errlen);
+}
+
+int qkb_case_peak_pairs(qkb_case *c, int npairs, double seconds, double *kernel_ops, double *peak_ops, char *err, size_t errlen) {
+    if (!c->res || c->cold || c->threads != 1 || c->kind != QKB_MATMUL || strcmp(c->bound, "compute")) return 0;
+    return case_pairs(c, npairs, seconds, c->ops, peak_beside, kernel_ops, peak_ops, err, errlen);
 }
 
 int qkb_case_call(qkb_case *c, char *err, size_t errlen) {
