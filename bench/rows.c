@@ -492,7 +492,8 @@ static void core_line(FILE *f, const qkb_run_meta *m, const qkb_limits *l) {
     fprintf(f, "\n");
     if (worst < 0.9)
         fprintf(f, "- **this run met a slow core**: its %s ran at %.0f%% of the probe's. The roofline fractions below are against "
-                   "the probe, so for cases that ran in a slow spell they understate the kernels (by up to %.2fx); compare "
+                   "the probe, so for cases that ran in a slow spell they understate the kernels (by up to %.2fx). Warm "
+                   "compute-bound rows also give their fraction of the peak loop run beside their own calls (pk); compare "
                    "tiers and kernels within this run, or run again.\n",
                 wname, 100 * worst, 1 / worst);
 }
