@@ -26,9 +26,28 @@ QK_GINLINE size_t a32_tile_bytes(const qk_qmat *w) { return a32_code_bytes(w) + 
 static size_t a32_pack_size(const qk_qmat *w) { return (w->rows + A32_NR - 1) / A32_NR * a32_tile_bytes(w); }
 static size_t a32_packed_offset(const qk_qmat *w, size_t n0) { return n0 / A32_NR * a32_tile_bytes(w); }
 
+/* S and B of the tile of rows n0..n0+rows-1 as [ng][2][16], zero for the padding
+ * rows: S (and, for w4a, its offsets as B) by qk_pk_tile_scales; for the other
+ * 4-bit formats B = -8·S (-0 for S = 0 on a real row), for 8-bit codes B = 0. */
+static void a32_pack_scales(const qk_qmat *w, size_t n0, size_t rows, float *sb) {
+    const size_t ng = w->cols / w->group;
+    const int eight = w->format == QK_W8S || w->format == QK_Q8_0, w4a = w->format == QK_W4A;
+    qk_pk_tile_scales(w, n0, rows, A32_NR, sb, w4a ? sb + A32_NR : NULL, 2 * A32_NR);
+    if (!w4a)
+        for (size_t c0 = 0; c0 < A32_NR; c0 += 8) { /* the real rows' lanes of B: -8·S, or 0 (8-bit) */
+            const size_t live = c0 < rows ? rows - c0 : 0;
+            const __m256 lm = eight ? _mm256_setzero_ps()
+                                    : _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(live < 8 ? live : 8)),
+                                                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+            for (size_t j = 0; j < ng; j++)
+                _mm256_storeu_ps(sb + (2 * j + 1) * A32_NR + c0,
+                                 _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(sb + 2 * j * A32_NR + c0), _mm256_set1_ps(-8.0f)), lm));
+        }
+}
+
 /* Any K, element by element (the shapes a32_pack's fast path does not take). */
 static void a32_pack_generic(const qk_qmat *w, void *packed) {
-    const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, tb = a32_tile_bytes(w), cb = a32_code_bytes(w);
+    const size_t N = w->rows, K = w->cols, tb = a32_tile_bytes(w), cb = a32_code_bytes(w);
     const int eight = w->format == QK_W8S || w->format == QK_Q8_0;
     enum { KC = 256 };
     int8_t c[A32_NR][KC];
@@ -49,56 +68,8 @@ static void a32_pack_generic(const qk_qmat *w, void *packed) {
                 }
             }
         }
-        float *sb = (float *)(tile + cb);
-        for (size_t j = 0; j < ng; j++)
-            for (size_t i = 0; i < A32_NR; i++) {
-                const size_t n = t * A32_NR + i;
-                float s = 0.0f, b = 0.0f;
-                if (i < rows) {
-                    s = qk_pk_scale_of(w, n, j);
-                    if (w->format == QK_W4A) b = qk_load_scale(w->mins, n * ng + j, w->scale_type);
-                    else if (!eight) b = -8.0f * s;
-                }
-                sb[(2 * j) * A32_NR + i] = s;
-                sb[(2 * j + 1) * A32_NR + i] = b;
-            }
+        a32_pack_scales(w, t * A32_NR, rows, (float *)(tile + cb));
     }
-}
-
-/* S and B of the tile of rows n0..n0+rows-1 as [ng][2][16] (zero for the
- * padding rows): 8 rows × 8 groups per transpose. */
-static void a32_pack_scales(const qk_qmat *w, size_t n0, size_t rows, float *sb) {
-    const size_t ng = w->cols / w->group;
-    const int eight = w->format == QK_W8S || w->format == QK_Q8_0, q = w->format == QK_Q4_0 || w->format == QK_Q8_0;
-    size_t j0 = 0;
-    if (!q)
-        for (; j0 + 8 <= ng; j0 += 8)
-            for (size_t c0 = 0; c0 < A32_NR; c0 += 8) {
-                const size_t live = c0 < rows ? rows - c0 : 0;
-                const __m256 lm = _mm256_castsi256_ps(
-                    _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(live < 8 ? live : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-                __m256 s[8], b[8];
-                qk_pk_scales8x8(w->scales, w->scale_type, ng, n0 + c0, live, j0, s);
-                if (w->format == QK_W4A) qk_pk_scales8x8(w->mins, w->scale_type, ng, n0 + c0, live, j0, b);
-                else /* -8·s on the real rows (-0 for s = 0, as a32_pack_generic), +0 on padding */
-                    for (size_t jj = 0; jj < 8; jj++) b[jj] = eight ? _mm256_setzero_ps() : _mm256_and_ps(_mm256_mul_ps(s[jj], _mm256_set1_ps(-8.0f)), lm);
-                for (size_t jj = 0; jj < 8; jj++) {
-                    _mm256_storeu_ps(sb + (2 * (j0 + jj)) * A32_NR + c0, s[jj]);
-                    _mm256_storeu_ps(sb + (2 * (j0 + jj) + 1) * A32_NR + c0, b[jj]);
-                }
-            }
-    for (size_t j = j0; j < ng; j++)
-        for (size_t i = 0; i < A32_NR; i++) {
-            const size_t n = n0 + i;
-            float s = 0.0f, b = 0.0f;
-            if (i < rows) {
-                s = qk_pk_scale_of(w, n, j);
-                if (w->format == QK_W4A) b = qk_load_scale(w->mins, n * ng + j, w->scale_type);
-                else if (!eight) b = -8.0f * s;
-            }
-            sb[(2 * j) * A32_NR + i] = s;
-            sb[(2 * j + 1) * A32_NR + i] = b;
-        }
 }
 
 /* K % 32 == 0: 32 k of the 16 rows straight from the plain layout per step,
