@@ -180,11 +180,7 @@ char *acc_csv(const acc_table *t) {
         csv_num(&b, r->timed ? r->gbps : nd), csv_num(&b, r->timed ? r->gops : nd);
         qkb_buf_puts(&b, "\n");
     }
-    if (b.oom) {
-        qkb_buf_free(&b);
-        return NULL;
-    }
-    return b.p;
+    return qkb_buf_take(&b);
 }
 
 static void jerr(qkw *w, const char *key, const qk_err *e) {
@@ -274,11 +270,7 @@ char *acc_json(const acc_table *t, const acc_meta *m) {
     qkw_end_arr(&w);
     qkw_end_obj(&w);
     qkb_buf_puts(&b, "\n");
-    if (b.oom) {
-        qkb_buf_free(&b);
-        return NULL;
-    }
-    return b.p;
+    return qkb_buf_take(&b);
 }
 
 /* ---- SVG: output SQNR against bpw, one point per (format, g, mode) ---- */
@@ -376,11 +368,7 @@ char *acc_svg(const acc_table *t, const acc_meta *m) {
     qkb_buf_puts(&b, "</svg>\n");
 #undef PX
 #undef PY
-    if (b.oom) {
-        qkb_buf_free(&b);
-        return NULL;
-    }
-    return b.p;
+    return qkb_buf_take(&b);
 }
 
 /* ---- files ---- */

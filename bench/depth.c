@@ -104,11 +104,7 @@ static char *csv_of(const outrow *r, size_t n, const cfgq *cf) {
         else qkb_buf_printf(&b, "%.6g,", r[i].cos_ia);
         qkb_buf_printf(&b, "%.6g,%.6g\n", r[i].w1_sqnr, r[i].w2_sqnr);
     }
-    if (b.oom) {
-        qkb_buf_free(&b);
-        return NULL;
-    }
-    return b.p;
+    return qkb_buf_take(&b);
 }
 
 static char *json_of(const outrow *r, size_t n, const cfgq *cf, size_t L, size_t D, size_t F, size_t M, uint64_t seed,
@@ -137,11 +133,7 @@ static char *json_of(const outrow *r, size_t n, const cfgq *cf, size_t L, size_t
     qkw_end_arr(&w);
     qkw_end_obj(&w);
     qkb_buf_puts(&b, "\n");
-    if (b.oom) {
-        qkb_buf_free(&b);
-        return NULL;
-    }
-    return b.p;
+    return qkb_buf_take(&b);
 }
 
 static int save(const char *path, char *text) {

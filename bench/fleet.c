@@ -327,7 +327,7 @@ static char *slurp_fd(int fd) {
         qkb_buf_putn(&b, chunk, (size_t)k);
     }
     qkb_buf_putn(&b, "", 1);
-    return b.oom ? NULL : b.p;
+    return qkb_buf_take(&b);
 }
 
 /* Run argv (argv[0] an absolute path) with QK_MACHINE and QK_RESULTS removed from its

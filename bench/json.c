@@ -14,6 +14,14 @@ void qkb_buf_free(qkb_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+char *qkb_buf_take(qkb_buf *b) {
+    if (b->oom) {
+        qkb_buf_free(b);
+        return NULL;
+    }
+    return b->p;
+}
+
 static int reserve(qkb_buf *b, size_t extra) {
     if (b->oom) return 0;
     if (b->n + extra + 1 <= b->cap) return 1;

@@ -13,6 +13,8 @@ typedef struct qkb_buf {
 } qkb_buf;
 
 void qkb_buf_free(qkb_buf *b);
+/// The text, the caller's to free; NULL (the buffer freed) if memory ran out.
+char *qkb_buf_take(qkb_buf *b);
 void qkb_buf_putn(qkb_buf *b, const char *s, size_t n);
 void qkb_buf_puts(qkb_buf *b, const char *s);
 void qkb_buf_printf(qkb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
