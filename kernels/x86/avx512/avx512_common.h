@@ -121,6 +121,25 @@ static inline __m512i qk512_absbits_max(const float *p, size_t g) {
     return _mm512_max_epu32(m0, m1);
 }
 
+/// qk512_absbits_max of 16 groups of a fixed g (a multiple of 32, <= 256),
+/// reduced: lane i is that of the group at p[i]. Pass 1 of the symmetric
+/// weight and activation quantizers.
+static inline __attribute__((always_inline)) __m512i qk512_absbits_max16(const float *const *p, size_t g) {
+    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
+    __m512i am[16];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < 16; i++) {
+        __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab);
+        __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab);
+        for (size_t k = 32; k < g; k += 32) {
+            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k)), ab));
+            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k + 16)), ab));
+        }
+        am[i] = _mm512_max_epu32(m0, m1);
+    }
+    return qk512_reduce16_max_epu32(am);
+}
+
 /// Walk the groups of rows × ng groups (g floats each, row stride ldx) in
 /// order: the pointer to the next n groups' data; (*r, *j) is the position.
 static inline void qk512_group_ptrs(const float *x, size_t ldx, size_t g, size_t ng, size_t *r, size_t *j, size_t n,

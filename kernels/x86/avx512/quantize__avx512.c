@@ -137,19 +137,7 @@ static void sym_general(const float *const *p, size_t n, size_t g, int w8, const
  * Returns the groups to quantize. (vrangeps would take one operation for
  * the and, and, max, but it loses NaNs: test_quant's NaN cases fail with it.) */
 QK_INLINE __mmask16 sym_stats(const float *const *p, size_t g, float qmax, const qk_qmat *out, size_t G0, float *ids, int *bad) {
-    const __m512i ab = _mm512_set1_epi32(0x7fffffff);
-    __m512i am[CHUNK];
-#pragma GCC unroll 16
-    for (size_t i = 0; i < CHUNK; i++) {
-        __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab);
-        __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab);
-        for (size_t k = 32; k < g; k += 32) {
-            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k)), ab));
-            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k + 16)), ab));
-        }
-        am[i] = _mm512_max_epu32(m0, m1);
-    }
-    return sym_scales(qk512_reduce16_max_epu32(am), CHUNK, qmax, out, G0, ids, qmax == 7.0f, bad);
+    return sym_scales(qk512_absbits_max16(p, g), CHUNK, qmax, out, G0, ids, qmax == 7.0f, bad);
 }
 
 /* 64 codes (-8..7 each, 0..15 when off = 0) in int8 order -> 32 bytes of
