@@ -149,3 +149,30 @@ int acc_shard_end(acc_shard *s, int ok) {
     free_list(s);
     return stop_sig ? 128 + stop_sig : 0;
 }
+
+static int run_want(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { return acc_shard_want(((acc_run *)p)->sh, layer, f, g, m); }
+static void run_case_done(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { acc_shard_done(((acc_run *)p)->sh, layer, f, g, m); }
+
+static void run_row(void *p, const acc_row *r) {
+    acc_run *u = p;
+    acc_table_add(&u->t, r);
+    if (u->files && !u->failed_write) {
+        char err[512];
+        if (acc_write_outputs(&u->t, &u->meta, u->o, u->cmd, u->want_svg, err, sizeof err)) {
+            fprintf(stderr, "qkbench %s: %s\n", u->cmd, err);
+            u->failed_write = 1;
+        }
+    }
+}
+
+static void run_note(void *p, const char *line) {
+    (void)p;
+    printf("%s\n", line);
+}
+
+void acc_run_hook(acc_run *u, acc_eval_cfg *cfg, int quiet) {
+    cfg->ctx = u;
+    cfg->on_row = run_row;
+    cfg->on_note = quiet ? NULL : run_note;
+    if (u->sh && u->sh->opt.of) cfg->want = run_want, cfg->case_done = run_case_done;
+}

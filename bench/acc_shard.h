@@ -8,6 +8,8 @@
 #define QK_ACC_SHARD_H
 
 #include "acc_cli.h"
+#include "acc_report.h"
+#include "evaluate.h"
 #include "shard.h"
 
 typedef struct acc_shard {
@@ -41,4 +43,20 @@ void acc_shard_done(acc_shard *s, const char *layer, qk_format f, size_t g, qk_m
 /// starts no other, and ends the shard "failed": then 128 + the signal is
 /// returned (the exit status), else 0.
 int acc_shard_end(acc_shard *s, int ok);
+
+/// What `qkbench accuracy` and `qkbench sweep` give the evaluator as its ctx:
+/// the rows so far, rewritten to the output files after every row.
+typedef struct acc_run {
+    acc_opts *o;
+    acc_table t;
+    acc_meta meta;
+    const char *cmd; ///< "accuracy" or "sweep": the files' base name and the messages' prefix
+    int want_svg;    ///< write <cmd>.svg too
+    int files;       ///< write the output files after every row
+    int failed_write; ///< a write failed (reported once; the run goes on)
+    acc_shard *sh;   ///< NULL: not sharded
+} acc_run;
+/// Point cfg's callbacks and ctx at u: every row into u's table and files, the
+/// notes printed unless quiet, the cases asked of u->sh when it is sharded.
+void acc_run_hook(acc_run *u, acc_eval_cfg *cfg, int quiet);
 #endif

@@ -51,17 +51,7 @@ static void help(void) {
            qkb_shard_help);
 }
 
-typedef struct run {
-    acc_opts *o;
-    acc_table t;
-    acc_meta meta;
-    int files; /* write the output files after every row */
-    int failed_write;
-    acc_shard *sh;
-} run;
 
-static int want(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { return acc_shard_want(((run *)p)->sh, layer, f, g, m); }
-static void case_done(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { acc_shard_done(((run *)p)->sh, layer, f, g, m); }
 
 /* --shard, --list: the case list of every layer, without evaluating anything
  * (a weights file's tensors are read once for their names and shapes). */
@@ -111,23 +101,6 @@ fail:
     return 2;
 }
 
-static void on_row(void *p, const acc_row *r) {
-    run *u = p;
-    acc_table_add(&u->t, r);
-    if (u->files && !u->failed_write) {
-        char err[512];
-        if (acc_write_outputs(&u->t, &u->meta, u->o, "accuracy", 0, err, sizeof err)) {
-            fprintf(stderr, "qkbench accuracy: %s\n", err);
-            u->failed_write = 1;
-        }
-    }
-}
-
-static void on_note(void *p, const char *line) {
-    (void)p;
-    printf("%s\n", line);
-}
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -168,7 +141,7 @@ static int gen_rate(uint64_t seed, size_t mb) {
 }
 
 /* One weight matrix against its activations. */
-static int eval_layer(run *u, const acc_eval_cfg *cfg, const acc_mat *w, acc_mat *xfile, size_t M) {
+static int eval_layer(acc_run *u, const acc_eval_cfg *cfg, const acc_mat *w, acc_mat *xfile, size_t M) {
     char err[600];
     acc_mat xg, *x = xfile;
     if (!x) {
@@ -192,7 +165,7 @@ static int eval_layer(run *u, const acc_eval_cfg *cfg, const acc_mat *w, acc_mat
 }
 
 /* Run everything the options ask for; rows end up in u->t. */
-static int run_all(run *u, acc_eval_cfg *cfg) {
+static int run_all(acc_run *u, acc_eval_cfg *cfg) {
     acc_opts *o = u->o;
     char err[600];
     int rc = 0;
@@ -375,9 +348,10 @@ int qk_cmd_accuracy(int argc, char **argv) {
         }
     }
 
-    run u;
+    acc_run u;
     memset(&u, 0, sizeof u);
     u.o = &o;
+    u.cmd = "accuracy";
     u.sh = &sh;
     char wd[400], xd[400];
     describe_sources(&o, wd, sizeof wd, xd, sizeof xd);
@@ -391,10 +365,7 @@ int qk_cmd_accuracy(int argc, char **argv) {
     cfg.w_gauss = !o.w.path && o.w.gen.dist == QK_DIST_GAUSS;
     cfg.threads = qk_acc_threads();
     cfg.progress = isatty(2) && !o.quiet;
-    cfg.on_row = on_row;
-    cfg.on_note = o.quiet ? NULL : on_note;
-    cfg.ctx = &u;
-    if (sh.opt.of) cfg.want = want, cfg.case_done = case_done;
+    acc_run_hook(&u, &cfg, o.quiet);
     if (!o.quiet) {
         printf("qkbench accuracy: seed %llu (set with --seed); weights: %s; activations: %s\n", (unsigned long long)o.seed, wd, xd);
         if (!o.w.path && !o.x.path) printf("shape %zu x %zu x %zu (M x N x K)\n", o.M, o.N, o.K);
@@ -432,9 +403,10 @@ int qk_accuracy_summary(const char *dir, FILE *md) {
     o.M = 4, o.N = 1024, o.K = 4096;
     o.groups[0] = 32, o.groups[1] = 128, o.ngroups = 2;
     o.out = dir;
-    run u;
+    acc_run u;
     memset(&u, 0, sizeof u);
     u.o = &o;
+    u.cmd = "accuracy";
     u.meta = (acc_meta){"accuracy", o.seed, "generated gauss", "generated gauss", NULL, NULL};
     u.files = dir != NULL;
     acc_eval_cfg cfg = {0};
@@ -442,8 +414,7 @@ int qk_accuracy_summary(const char *dir, FILE *md) {
     cfg.w_gauss = 1;
     cfg.threads = qk_acc_threads();
     cfg.progress = isatty(2);
-    cfg.on_row = on_row;
-    cfg.ctx = &u;
+    acc_run_hook(&u, &cfg, 1);
     acc_mat w, x;
     char err[600];
     if (acc_mat_generate(&w, &o.w.gen, o.seed, 1, o.N, o.K, err, sizeof err) ||

@@ -44,33 +44,7 @@ static void help(void) {
            qkb_shard_help);
 }
 
-typedef struct run {
-    acc_opts *o;
-    acc_table t;
-    acc_meta meta;
-    int files, failed_write;
-    acc_shard *sh;
-} run;
 
-static int want(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { return acc_shard_want(((run *)p)->sh, layer, f, g, m); }
-static void case_done(void *p, const char *layer, qk_format f, size_t g, qk_mode m) { acc_shard_done(((run *)p)->sh, layer, f, g, m); }
-
-static void on_row(void *p, const acc_row *r) {
-    run *u = p;
-    acc_table_add(&u->t, r);
-    if (u->files && !u->failed_write) {
-        char err[512];
-        if (acc_write_outputs(&u->t, &u->meta, u->o, "sweep", 1, err, sizeof err)) {
-            fprintf(stderr, "qkbench sweep: %s\n", err);
-            u->failed_write = 1;
-        }
-    }
-}
-
-static void on_note(void *p, const char *line) {
-    (void)p;
-    printf("%s\n", line);
-}
 
 int qk_cmd_sweep(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
@@ -179,9 +153,11 @@ int qk_cmd_sweep(int argc, char **argv) {
         acc_opts_free(&o);
         return src == 1 ? 0 : src;
     }
-    run u;
+    acc_run u;
     memset(&u, 0, sizeof u);
     u.o = &o;
+    u.cmd = "sweep";
+    u.want_svg = 1;
     u.sh = &sh;
     char timing[200];
     snprintf(timing, sizeof timing, "wall clock, median of >= %zu repetitions and >= %.2g s, warm cache, one thread, activation quantization included",
@@ -197,10 +173,7 @@ int qk_cmd_sweep(int argc, char **argv) {
     cfg.max_reps = 200;
     cfg.threads = qk_acc_threads();
     cfg.progress = isatty(2) && !o.quiet;
-    cfg.on_row = on_row;
-    cfg.on_note = o.quiet ? NULL : on_note;
-    cfg.ctx = &u;
-    if (sh.opt.of) cfg.want = want, cfg.case_done = case_done;
+    acc_run_hook(&u, &cfg, o.quiet);
     if (!o.quiet) {
         printf("qkbench sweep: %zu x %zu x %zu (M x N x K); weights %s; activations %s; seed %llu\n", x.rows, w.rows, w.cols, wd, xd,
                (unsigned long long)o.seed);
