@@ -503,7 +503,9 @@ static void pairs_into(const double *kb, double *ref, int n, double (*out)[2], i
  * (qkb_case_read_pairs), into read_pairs_gbps, read_gbps (the median read)
  * and of_read (the median ratio). DRAM on a shared machine moves by half its
  * rate within tens of milliseconds, so only reads taken right beside each
- * call say what that call could have had.
+ * call say what that call could have had. Warm quantize and dequantize rows on
+ * one thread: the same against a read of their own cached buffers (the core
+ * that runs the conversion runs that read too, so a slow spell of either shows).
  * Warm compute-bound matmul rows on one thread: the kernel against bursts of the
  * probe's peak loop of its tier (qkb_case_peak_pairs), into peak_pairs_gops,
  * peak_now_gops and of_peak: a core of a shared machine runs a third slow for
@@ -513,11 +515,10 @@ enum { READ_PAIRS = 21, PEAK_PAIRS = 11 };
 static void row_pairs(qkb_case *c, qkb_row *row) {
     double kb[READ_PAIRS], rb[READ_PAIRS];
     char err[300];
-    int n = c->cold ? qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, err, sizeof err)
-                    : qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, rb, err, sizeof err);
-    if (n <= 0) return;
-    if (c->cold) pairs_into(kb, rb, n, row->pairs, &row->npairs, &row->of_read, &row->read_gbps);
-    else pairs_into(kb, rb, n, row->pk, &row->npk, &row->of_peak, &row->peak_now_gops);
+    int n = qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, err, sizeof err);
+    if (n > 0) pairs_into(kb, rb, n, row->pairs, &row->npairs, &row->of_read, &row->read_gbps);
+    else if (!c->cold && (n = qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, rb, err, sizeof err)) > 0)
+        pairs_into(kb, rb, n, row->pk, &row->npk, &row->of_peak, &row->peak_now_gops);
 }
 
 static void on_run(const qkb_gb_run *run, void *ctx) {

@@ -353,7 +353,8 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
     if (emulated) fprintf(f, md ? "**%s** (an emulated CPU: compare nothing here with real hardware)\n\n" : "%s (an emulated CPU: compare nothing here with real hardware)\n", QKB_EMULATED_LINE);
     if (md) {
         fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | "
-                   "%% of a plain read of its buffers (cold) or of the peak loop now (pk: warm, compute-bound) | speed-up vs scalar |\n");
+                   "%% of a plain read of its buffers (cold; warm quantize/dequantize) or of the peak loop now (pk: warm, compute-bound) | "
+                   "speed-up vs scalar |\n");
         fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     } else {
         fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %7s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
@@ -555,7 +556,9 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
                "arithmetic intensity); the %% is the measured rate over it. Cold rows also give their rate over a plain read "
                "(the probe's loop, same threads) of their own rotated buffers, call by call: one call, then one pass of the read over "
                "the next copy, 21 times, the median of the ratios. That is the fraction of what DRAM gave at that moment, which on a "
-               "shared machine can be far from the cached probe and moves within tens of milliseconds.\n\n");
+               "shared machine can be far from the cached probe and moves within tens of milliseconds. Warm quantize and dequantize rows "
+               "on one thread give the same over a read of their own cached buffers (one copy): what their cache level gave the "
+               "core right then.\n\n");
     qkb_rows_table(f, rows, n, 1);
     fprintf(f, "\n");
     tiers_table(f, rows, n);

@@ -24,12 +24,14 @@
 ///   roofline    fraction of roofline = roofline_s / median_s
 ///   bound       which limit sets the roofline: compute or memory
 ///   speedup_vs_scalar   median of the scalar variant of the same row / this median (0 if none)
-///   read_pairs_gbps  cold rows (results.json only): after the repetitions, [kernel, read] GB/s of
-///               alternating single calls and single plain-read passes (the probe's loop, its threads)
-///               over the row's own rotated buffers, each pair a few milliseconds apart
+///   read_pairs_gbps  cold rows, and warm quantize/dequantize rows on 1 thread (results.json only):
+///               after the repetitions, [kernel, read] GB/s of alternating single calls and single
+///               plain-read passes (the probe's loop, its threads) over the row's own buffers (cold:
+///               rotated, each pair a few milliseconds apart; warm: its one cached copy)
 ///   read_gbps   the median read of those pairs (0: not measured)
 ///   of_read     the median over the pairs of kernel / read: the fraction of what a plain read got from
-///               DRAM at the same moment (on a shared machine DRAM moves within tens of milliseconds)
+///               DRAM (cold) or from the cache level of the buffers (warm) at the same moment (on a
+///               shared machine DRAM moves within tens of milliseconds, a core slows for minutes)
 ///   peak_pairs_gops  warm compute-bound matmul rows on 1 thread (results.json only): after the
 ///               repetitions, [kernel, peak] GOP/s of alternating single calls and bursts of the
 ///               probe's peak loop of the row's tier and kind (int8 dot or f32 FMA), each about a call long

@@ -8,7 +8,8 @@
 #            on g = 32, 128 and K (per channel); not 1024x4096 warm (16 MiB sits at the
 #            L3/DRAM edge) nor 16x4096 cold (too small to stream)
 # Cold rows give two fractions: of the cached probe's DRAM (roofline) and of a plain
-# read of their own buffers right around them (of read), which is what DRAM gave then.
+# read of their own buffers right around them (of read), which is what DRAM gave then;
+# warm conversions from L2 likewise: of the probe's L2 and of a read of their cached buffers.
 # Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
 # missed), also written to speed_targets.md in the prefill folder.
 # Build first (tools/run.sh builds the release preset). Extra arguments go to every run
