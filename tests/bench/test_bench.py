@@ -234,6 +234,20 @@ def pairs_at_row_rate(r):
     return 0.2 < fast / best < 5, fast, best
 
 
+def check_pairs(r, pkey, refkey, ofkey):
+    """A row's pairs under pkey: 5 or more [kernel, reference] rates, refkey their median
+    reference and ofkey the median of their ratios, as bench writes them. The pairs, or None."""
+    pairs = r.get(pkey, [])
+    if not check(len(pairs) >= 5 and all(len(p) == 2 and 0.01 < p[0] < 10000 and 0.1 < p[1] < 10000 for p in pairs),
+                 "%s: %s %s" % (r["name"], pkey, pairs[:3])):
+        return None
+    check(abs(r[refkey] - statistics.median([p[1] for p in pairs])) <= 1e-3 * r[refkey],
+          "%s: %s %s is not the median reference of its pairs" % (r["name"], refkey, r[refkey]))
+    check(abs(r[ofkey] - statistics.median([p[0] / p[1] for p in pairs])) <= 1e-3 * r[ofkey],
+          "%s: %s %s is not the median ratio of its pairs" % (r["name"], ofkey, r[ofkey]))
+    return pairs
+
+
 def t_json(q):
     d = q.fresh("json")
     base = ["--shape", "1x256x512", "--group", "32", "--reps", "2", "--min-time", "0.002"]
@@ -265,16 +279,9 @@ def t_json(q):
         # every cold row of a memory-streaming op is held against a plain read of its own
         # buffers, call by call: of_read is the median of the pairs' ratios, read_gbps their
         # median read, from the pairs results.json keeps
-        med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else 0.5 * sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1])
         for r in rows:
             if r["cache"] == "cold" and r["op"] in ("quantize", "dequantize", "gemv", "gemm"):
-                pairs = r.get("read_pairs_gbps", [])
-                if check(len(pairs) >= 5 and all(len(p) == 2 and 0.01 < p[0] < 10000 and 0.1 < p[1] < 10000 for p in pairs),
-                         "%s: read_pairs_gbps %s" % (r["name"], pairs[:3])):
-                    check(abs(r["read_gbps"] - med([p[1] for p in pairs])) <= 1e-3 * r["read_gbps"],
-                          "%s: read_gbps %s is not the median read of its pairs" % (r["name"], r["read_gbps"]))
-                    check(abs(r["of_read"] - med([p[0] / p[1] for p in pairs])) <= 1e-3 * r["of_read"],
-                          "%s: of_read %s is not the median ratio of its pairs" % (r["name"], r["of_read"]))
+                if check_pairs(r, "read_pairs_gbps", "read_gbps", "of_read"):
                     # the calls of the pairs are the row's kernel on the row's buffers: the fastest call
                     # runs at the rate of the row's fastest repetition, within what DRAM moves on a
                     # shared machine. On a busy host a whole row (its repetitions, or its pairs) can
@@ -680,7 +687,6 @@ def t_peakpairs(q):
                          "--cache", "warm", "--filter", "^(gemm|gemv)/(W8A8|W4A32)/w[48]s/.*__(avx2|avx512|avx512vnni)$") == 0, "bench failed"):
         return
     peaks = {p["tier"]: p for p in load(os.path.join(d, "machine.json"))["probe"]["peaks"]}
-    med = lambda v: statistics.median(v)
     n = 0
     for r in load(os.path.join(d, "results.json"))["rows"]:
         pairs = r.get("peak_pairs_gops", [])
@@ -688,13 +694,11 @@ def t_peakpairs(q):
             check(not pairs and r["peak_now_gops"] == 0, "%s (%s-bound) has peak pairs" % (r["name"], r["bound"]))
             continue
         n += 1
-        if not check(len(pairs) >= 5 and all(len(p) == 2 and p[0] > 0 and p[1] > 0 for p in pairs), "%s: peak pairs %s" % (r["name"], pairs[:3])):
+        if not check_pairs(r, "peak_pairs_gops", "peak_now_gops", "of_peak_now"):
             continue
         probe = peaks[r["tier"]]["f32_gflops_1t" if r["what"] == "W4A32" else "i8_gops_1t"]
-        check(abs(r["peak_now_gops"] - med([p[1] for p in pairs])) <= 1e-3 * r["peak_now_gops"], "%s: peak_now_gops is not the median" % r["name"])
-        check(abs(r["of_peak_now"] - med([p[0] / p[1] for p in pairs])) <= 1e-3, "%s: of_peak_now is not the median ratio" % r["name"])
         check(0.3 * probe < r["peak_now_gops"] < 1.5 * probe, "%s: peak now %.0f against the probe's %.0f" % (r["name"], r["peak_now_gops"], probe))
-        check(0.2 * r["gops"] < med([p[0] for p in pairs]) < 5 * r["gops"], "%s: the pairs' calls are not at the row's rate" % r["name"])
+        check(0.2 * r["gops"] < statistics.median([p[0] for p in pairs]) < 5 * r["gops"], "%s: the pairs' calls are not at the row's rate" % r["name"])
     check(n >= 4, "only %d compute-bound rows" % n)
     print("%d compute-bound rows with peak pairs" % n)
 
@@ -711,7 +715,6 @@ def t_cachepairs(q):
     if not check(q.bench(d, "--shape", "16x4096", "--group", "32", "--threads", "1,2", "--reps", "2", "--min-time", "0.002",
                          "--cache", "warm", "--filter", "^(quantize|dequantize)/(w4s|w8s)/.*__(avx2|avx512)$") == 0, "bench failed"):
         return
-    med = lambda v: statistics.median(v)
     n = 0
     for r in load(os.path.join(d, "results.json"))["rows"]:
         pairs = r.get("read_pairs_gbps", [])
@@ -719,13 +722,11 @@ def t_cachepairs(q):
             check(not pairs and r["read_gbps"] == 0 and r["of_read"] == 0, "%s (%d threads) has read pairs" % (r["name"], r["threads"]))
             continue
         n += 1
-        if not check(len(pairs) >= 5 and all(len(p) == 2 and p[0] > 0 and p[1] > 0 for p in pairs), "%s: read pairs %s" % (r["name"], pairs[:3])):
+        if not check_pairs(r, "read_pairs_gbps", "read_gbps", "of_read"):
             continue
-        check(abs(r["read_gbps"] - med([p[1] for p in pairs])) <= 1e-3 * r["read_gbps"], "%s: read_gbps is not the median read" % r["name"])
-        check(abs(r["of_read"] - med([p[0] / p[1] for p in pairs])) <= 1e-3 * r["of_read"], "%s: of_read is not the median ratio" % r["name"])
         check(0.3 * r["bw_gbps"] < r["read_gbps"] < 3 * r["bw_gbps"], "%s: read %.0f GB/s beside the calls, the probe's %s %.0f" % (
             r["name"], r["read_gbps"], r["level"], r["bw_gbps"]))
-        check(0.2 * r["gbps"] < med([p[0] for p in pairs]) < 5 * r["gbps"], "%s: the pairs' calls are not at the row's rate" % r["name"])
+        check(0.2 * r["gbps"] < statistics.median([p[0] for p in pairs]) < 5 * r["gbps"], "%s: the pairs' calls are not at the row's rate" % r["name"])
     check(n >= 4, "only %d one-thread rows" % n)
     print("%d one-thread conversion rows with read pairs" % n)
 
