@@ -675,16 +675,24 @@ def t_targets(q):
     check(p.returncode == 2 and "cannot read the results" in p.stderr, "a missing folder: exit %d, %r" % (p.returncode, p.stderr))
 
 
+def pairs_run(q, name, *args):
+    """A short warm run at g = 32 for the pair tests (skipped under an emulator, whose timings
+    pair nothing): its folder, or None if the bench failed."""
+    if q.expect_emulated:
+        print("SKIP an emulated run measures nothing beside its calls")
+        sys.exit(77)
+    d = q.fresh(name)
+    ok = check(q.bench(d, "--group", "32", "--reps", "2", "--min-time", "0.002", "--cache", "warm", *args) == 0, "bench failed")
+    return d if ok else None
+
+
 def t_peakpairs(q):
     """Warm compute-bound gemm rows on one thread hold their kernel against bursts of the probe's
     peak loop of their tier, call by call: of_peak_now is the median of the pairs' ratios and
     peak_now_gops their median peak, a rate near the probe's; other rows have no pairs."""
-    if q.expect_emulated:
-        print("SKIP an emulated run measures no peak")
-        sys.exit(77)
-    d = q.fresh("peakpairs")
-    if not check(q.bench(d, "--shape", "64x512x1024", "--shape", "1x512x1024", "--group", "32", "--reps", "2", "--min-time", "0.002",
-                         "--cache", "warm", "--filter", "^(gemm|gemv)/(W8A8|W4A32)/w[48]s/.*__(avx2|avx512|avx512vnni)$") == 0, "bench failed"):
+    d = pairs_run(q, "peakpairs", "--shape", "64x512x1024", "--shape", "1x512x1024",
+                  "--filter", "^(gemm|gemv)/(W8A8|W4A32)/w[48]s/.*__(avx2|avx512|avx512vnni)$")
+    if not d:
         return
     peaks = {p["tier"]: p for p in load(os.path.join(d, "machine.json"))["probe"]["peaks"]}
     n = 0
@@ -712,12 +720,8 @@ def t_cachepairs(q):
     their own cached buffers, call by call: of_read is the median of the pairs' ratios and
     read_gbps their median read, near the probe's bandwidth of the rows' level; their calls run
     at the row's rate; rows on two threads have no pairs."""
-    if q.expect_emulated:
-        print("SKIP an emulated run measures no reads beside its calls")
-        sys.exit(77)
-    d = q.fresh("cachepairs")
-    if not check(q.bench(d, "--shape", "16x4096", "--group", "32", "--threads", "1,2", "--reps", "2", "--min-time", "0.002",
-                         "--cache", "warm", "--filter", "^(quantize|dequantize)/(w4s|w8s)/.*__(avx2|avx512)$") == 0, "bench failed"):
+    d = pairs_run(q, "cachepairs", "--shape", "16x4096", "--threads", "1,2", "--filter", "^(quantize|dequantize)/(w4s|w8s)/.*__(avx2|avx512)$")
+    if not d:
         return
     n = 0
     for r in load(os.path.join(d, "results.json"))["rows"]:
