@@ -378,6 +378,7 @@ static void find_levels(qkb_limits *l) {
 typedef struct peak_job {
     qkb_peak_fn fn;
     uint64_t iters;
+    qkb_pool *pool;
     double ops[64];
     volatile double sink[64];
 } peak_job;
@@ -388,21 +389,29 @@ static void peak_task(void *ctx, int tid, int n) {
     j->ops[tid] = j->fn(j->iters, &j->sink[tid]);
 }
 
+/* Seconds per iteration of a peak loop: `run` times `iters` of them (on a pool or on
+ * the calling thread), from 1000 up by 4x until one run takes over 0.5 ms. */
+static double per_iter(double (*run)(void *ctx, uint64_t iters), void *ctx) {
+    for (uint64_t it = 1000;; it *= 4) {
+        double dt = run(ctx, it);
+        if (dt > 5e-4 || it > (1ull << 40)) return dt > 0 ? dt / (double)it : 1e-9;
+    }
+}
+
+static double pool_run_iters(void *ctx, uint64_t iters) {
+    peak_job *j = ctx;
+    j->iters = iters;
+    double t0 = qkb_seconds();
+    qkb_pool_run(j->pool, peak_task, j);
+    return qkb_seconds() - t0;
+}
+
 /* Best of many ~2 ms trials (see measure_bw). */
 static double measure_peak(qkb_pool *pool, qkb_peak_fn fn) {
     peak_job j = {0};
     j.fn = fn;
-    j.iters = 1000;
-    for (;;) {
-        double t0 = qkb_seconds();
-        qkb_pool_run(pool, peak_task, &j);
-        double dt = qkb_seconds() - t0;
-        if (dt > 5e-4 || j.iters > (1ull << 40)) {
-            j.iters = (uint64_t)((double)j.iters * (quick ? 1e-3 : 2e-3) / dt) + 1;
-            break;
-        }
-        j.iters *= 4;
-    }
+    j.pool = pool;
+    j.iters = (uint64_t)((quick ? 1e-3 : 2e-3) / per_iter(pool_run_iters, &j)) + 1;
     double best = 0, second = 0, t_end = qkb_seconds() + (quick ? 0.03 : 0.15);
     for (int t = 0; t < 60; t++) {
         double t0 = qkb_seconds();
@@ -455,21 +464,23 @@ static int measure_peaks(qkb_limits *l, int progress) {
     return 0;
 }
 
+static double self_run_iters(void *ctx, uint64_t iters) {
+    volatile double sink;
+    double t0 = qkb_seconds();
+    (*(const qkb_peak_fn *)ctx)(iters, &sink);
+    return qkb_seconds() - t0;
+}
+
 double qkb_peak_burst(qk_tier t, int int8, double seconds) {
-    static double per_iter[QK_TIER_COUNT][2]; /* seconds per iteration, from the first call */
+    static double spi[QK_TIER_COUNT][2]; /* seconds per iteration, from the first call */
     const qkb_peak_tier *pt = NULL;
     for (size_t i = 0; i < qkb_peak_tier_count; i++)
         if (qkb_peak_tiers[i].tier == t) pt = &qkb_peak_tiers[i];
     if (!pt || (unsigned)t >= QK_TIER_COUNT || !(qk_cpu()->tiers >> t & 1u)) return 0;
     qkb_peak_fn fn = int8 ? pt->i8 : pt->f32;
     volatile double sink;
-    double *pi = &per_iter[t][int8 != 0];
-    for (uint64_t it = 1000; *pi <= 0; it *= 4) {
-        double t0 = qkb_seconds();
-        fn(it, &sink);
-        double dt = qkb_seconds() - t0;
-        if (dt > 2e-4 || it > (1ull << 40)) *pi = dt > 0 ? dt / (double)it : 1e-9;
-    }
+    double *pi = &spi[t][int8 != 0];
+    if (*pi <= 0) *pi = per_iter(self_run_iters, &fn);
     uint64_t iters = (uint64_t)(seconds / *pi) + 1;
     double t0 = qkb_seconds(), ops = fn(iters, &sink), dt = qkb_seconds() - t0;
     return dt > 0 ? ops / dt : 0;
