@@ -44,6 +44,10 @@ class Tally:
         self.met += ok
         return text if ok else "**%s**" % text
 
+    def also(self, frac, want, what):
+        """A second fraction after a cell's first: ", 61.2% of read", bold when under want."""
+        return ", %s %s" % (self.cell("%.1f%%" % (100 * frac), frac >= want), what)
+
 
 def header(d, res):
     out = ["Run `%s` (commit `%s`, %s): `%s`" % (os.path.basename(os.path.normpath(d)), res.get("commit", "?"),
@@ -126,7 +130,7 @@ def prefill(d, t):
                 continue
             cell = t.cell("%.1f%% (%.0f)" % (100 * c[1], c[0]), c[1] >= frac and c[0] >= gops)
             if c[2]:
-                cell += ", %s of peak now" % t.cell("%.1f%%" % (100 * c[2]), c[2] >= frac)
+                cell += t.also(c[2], frac, "of peak now")
             row.append(cell)
         out.append("| %s (%s) | %s | %s | %s | %d%%%s |" % (k[0], tier_of[k[0]], k[1], k[2], " | ".join(row), round(100 * frac),
                                                            ", %d GOP/s" % gops if gops else ""))
@@ -159,7 +163,7 @@ def convert(d, t):
             want = 0.8 if c[0] == "cold" else 0.5
             cell = t.cell("%.1f%% (%.1f GB/s)" % (100 * b[0], b[1]["gbps"]), b[0] >= want)
             if c[0] == "warm" and b[1].get("of_read"):  # and of a read of its own cached buffers beside its calls
-                cell += ", %s of read" % t.cell("%.1f%%" % (100 * b[1]["of_read"]), b[1]["of_read"] >= want)
+                cell += t.also(b[1]["of_read"], want, "of read")
             row.append(cell)
         out.append("| %s | %s | %s | %s |" % (k[0], k[1], k[2], " | ".join(row)))
     return out + [""]
