@@ -14,7 +14,9 @@ target 90% (W4A32 80%) on each.
 Prefill (gemm, warm): avx512vnni for W8A8 (75%) and W4A8 (60% and 500 GOP/s),
 avx512 for W4A32 (60% of the f32 FMA peak); the fraction is of the probe's
 1-thread peak of that tier, and (where the row has it) of the same peak loop run
-in bursts between the row's calls ("of peak now").
+in bursts between the row's calls ("of peak now"). Under the table, when it has
+int8 rows at g = 32: the probe's int8 loop with the per-group rescale at g = 32,
+against its plain dot, the ceiling of any int8 kernel at that group size.
 Convert (quantize, dequantize): the best SIMD variant; cold rows against the
 read of their own buffers (80%), warm rows against the probe's L2 read and,
 where the row has it, against a read of their own cached buffers between its
@@ -134,6 +136,13 @@ def prefill(d, t):
             row.append(cell)
         out.append("| %s (%s) | %s | %s | %s | %d%%%s |" % (k[0], tier_of[k[0]], k[1], k[2], " | ".join(row), round(100 * frac),
                                                            ", %d GOP/s" % gops if gops else ""))
+    p = peaks.get(tier_of["W8A8"], {})
+    if p.get("i8_g32_gops_1t") and p.get("i8_gops_1t") and any(c[2] == 32 and c[0] in ("W8A8", "W4A8") for c in cells):
+        g32, dot = p["i8_g32_gops_1t"], p["i8_gops_1t"]
+        out += ["", "At g = 32 the probe's int8 loop with the per-group rescale (%s, then a convert, a multiply and an FMA "
+                "per accumulator and group) ran %.0f GOP/s, %.1f%% of its plain dot: the most an int8 kernel with g = 32 gets "
+                "on this core; 75%% of the dot (W8A8's target) is %.1f%% of it." % (p.get("i8_instructions", tier_of["W8A8"]), g32, 100 * g32 / dot,
+                                                                                  100 * 0.75 * dot / g32)]
     return out + [""]
 
 

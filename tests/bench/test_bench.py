@@ -626,7 +626,8 @@ def t_targets(q):
             json.dump(res, f)
         with open(os.path.join(d, "machine.json"), "w") as f:
             json.dump({"probe": {"peaks": [{"tier": "avx512", "f32_gflops_1t": 200.0, "i8_gops_1t": 400.0},
-                                           {"tier": "avx512vnni", "f32_gflops_1t": 200.0, "i8_gops_1t": 780.0}]}}, f)
+                                           {"tier": "avx512vnni", "f32_gflops_1t": 200.0, "i8_gops_1t": 780.0,
+                                            "i8_g32_gops_1t": 640.0, "i8_instructions": "vpdpbusd zmm"}]}}, f)
         return d
 
     dec = folder("dec", [
@@ -670,6 +671,9 @@ def t_targets(q):
                 check(c in l, "speed_targets.py row %s lacks %r: %s" % (k, c, l))
     check("6 of 14 cells meet their target" in p.stdout, "the count: %s" % p.stdout.splitlines()[-1])
     check("int8 dot 990 / 640 GOP/s" in p.stdout, "the prefill run's core check is not shown")
+    # the g = 32 ceiling, from the probe's rescale loop: 640 of 780 GOP/s, and 75% of 780 is 91.4% of 640
+    check("(vpdpbusd zmm, then a convert" in p.stdout and "ran 640 GOP/s, 82.1% of its plain dot" in p.stdout
+          and "is 91.4% of it" in p.stdout, "the prefill table lacks the g = 32 ceiling: %s" % p.stdout)
     p = subprocess.run([sys.executable, tool, "--decode", os.path.join(base, "missing")], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     check(p.returncode == 2 and "cannot read the results" in p.stderr, "a missing folder: exit %d, %r" % (p.returncode, p.stderr))
