@@ -138,11 +138,11 @@ def prefill(d, t):
                                                            ", %d GOP/s" % gops if gops else ""))
     p = peaks.get(tier_of["W8A8"], {})
     if p.get("i8_g32_gops_1t") and p.get("i8_gops_1t") and any(c[2] == 32 and c[0] in ("W8A8", "W4A8") for c in cells):
-        g32, dot = p["i8_g32_gops_1t"], p["i8_gops_1t"]
-        out += ["", "At g = 32 the probe's int8 loop with the per-group rescale (%s, then a convert, a multiply and an FMA "
-                "per accumulator and group) ran %.0f GOP/s, %.1f%% of its plain dot: the most an int8 kernel with g = 32 gets "
-                "on this core; 75%% of the dot (W8A8's target) is %.1f%% of it." % (p.get("i8_instructions", tier_of["W8A8"]), g32, 100 * g32 / dot,
-                                                                                  100 * 0.75 * dot / g32)]
+        g32, dot, frac = p["i8_g32_gops_1t"], p["i8_gops_1t"], want["W8A8"][0]
+        out += ["", "At g = 32 the probe's int8 loop with the per-group rescale (%s, then a convert, a multiply and an FMA per "
+                "accumulator and group) ran %.0f GOP/s, %.1f%% of its plain dot: the most an int8 kernel with g = 32 gets on this "
+                "core; %d%% of the dot (W8A8's target) is %.1f%% of it." % (p.get("i8_instructions", tier_of["W8A8"]), g32,
+                                                                           100 * g32 / dot, round(100 * frac), 100 * frac * dot / g32)]
     return out + [""]
 
 
