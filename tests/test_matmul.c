@@ -182,6 +182,17 @@ int main(void) {
                 good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
                 if (blocks) break;
             }
+        /* gemm with f32 activations: 131 rows (many row tiles, a 5-row tail on
+         * avx512) over three slices of K (x86/avx512/gemm_a32__avx512.c walks K
+         * 1024 at a time), w4a's Σx per row and group made once per call; per
+         * channel the slices are pieces of the one group */
+        if (k->op == QK_OP_GEMM && qk_mode_act_rule(k->mode) == QK_ACT_F32 && !quick)
+            for (size_t gi = 0; gi < 3; gi++) {
+                shape rows = {131, 2, 3072, blocks || gi == 0 ? 32 : gi == 1 ? 128 : 3072};
+                cases++;
+                good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
+                if (blocks) break;
+            }
         shape tiny = {1, 1, 32, 32};
         cases++;
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
