@@ -699,6 +699,19 @@ def pairs_run(q, name, *args):
     return d if ok else None
 
 
+def probe_peaks_again(q, i):
+    """The probe's peaks per tier, measured now (a quick probe into a results root of its own, so
+    the runs sharing the tests' probe keep theirs); None if it failed."""
+    root = q.fresh("probe-again%d" % i)
+    rc, so, se = q.run("probe", "--quick", "--reprobe", "--results", root, timeout=120)
+    if not check(rc == 0, "probe again exit %d: %s" % (rc, se[-300:])):
+        return None
+    rc, so, se = q.run("probe", "--json", "--results", root)
+    if not check(rc == 0, "probe --json again exit %d" % rc):
+        return None
+    return {p["tier"]: p for p in json.loads(so)["peaks"]}
+
+
 def t_peakpairs(q):
     """Warm compute-bound gemm rows on one thread hold their kernel against bursts of the probe's
     peak loop of their tier, call by call: of_peak_now is the median of the pairs' ratios and
@@ -708,6 +721,7 @@ def t_peakpairs(q):
     if not d:
         return
     peaks = {p["tier"]: p for p in load(os.path.join(d, "machine.json"))["probe"]["peaks"]}
+    again = []  # the peaks measured again, at most twice in all
     n = 0
     for r in load(os.path.join(d, "results.json"))["rows"]:
         pairs = r.get("peak_pairs_gops", [])
@@ -717,8 +731,22 @@ def t_peakpairs(q):
         n += 1
         if not check_pairs(r, "peak_pairs_gops", "peak_now_gops", "of_peak_now"):
             continue
-        probe = peaks[r["tier"]]["f32_gflops_1t" if r["what"] == "W4A32" else "i8_gops_1t"]
-        check(0.3 * probe < r["peak_now_gops"] < 1.5 * probe, "%s: peak now %.0f against the probe's %.0f" % (r["name"], r["peak_now_gops"], probe))
+        key = "f32_gflops_1t" if r["what"] == "W4A32" else "i8_gops_1t"
+        near = lambda pk: 0.3 * pk[r["tier"]][key] < r["peak_now_gops"] < 1.5 * pk[r["tier"]][key]
+        # the pairs run the probe's loop of the row's tier, so their peak is near the probe's. The
+        # probe is measured once, and on this shared host a spell can slow a whole probe (all its
+        # int8 peaks at 55-72% of the usual, then the pairs' 1.63x of it): a row that disagrees is
+        # held against the peaks measured again, up to twice; a loop 1.5x or more off (f32 against
+        # int8: about 4x; avx512 against avx512vnni: 1.6x) disagrees every time
+        ok = near(peaks) or any(near(pk) for pk in again)
+        while not ok and len(again) < 2:
+            pk = probe_peaks_again(q, len(again))
+            if not pk:
+                break
+            again.append(pk)
+            ok = near(pk)
+        check(ok, "%s: peak now %.0f against the probe's %.0f (and measured again: %s)" % (
+            r["name"], r["peak_now_gops"], peaks[r["tier"]][key], ", ".join("%.0f" % pk[r["tier"]][key] for pk in again) or "-"))
         check_calls_at_row_rate(r, pairs, r["ops"] / r["min_s"] / 1e9, "GOP/s")
     check(n >= 4, "only %d compute-bound rows" % n)
     print("%d compute-bound rows with peak pairs" % n)
