@@ -171,13 +171,17 @@ QK_INLINE void ga_fma(size_t mr, __m512 accp[GA_MR][GA_NB], const __m512 *wv, co
 /* w4a: Σx of every row and group, in row tiles: tile t (rows 6t..6t+5) holds
  * [K/g][6], so a tile's sums come as one forward stream beside its rows of X
  * (rows side by side, [M][K/g], were 14% slower at 512x4096x14336, g = 32).
- * NULL when out of memory: the tiles then sum their own rows. */
+ * ga_xs_at is where row m's sum over group j (of ng) sits; a tile's row m0 + m
+ * (m0 a multiple of GA_MR) at ga_xs_at(ng, m0, j) + m. NULL when out of
+ * memory: the tiles then sum their own rows. */
+QK_INLINE size_t ga_xs_at(size_t ng, size_t m, size_t j) { return (m / GA_MR * ng + j) * GA_MR + m % GA_MR; }
+
 static float *ga_xsums(const qk_matmul_args *a) {
     size_t g = a->group, ng = a->K / g;
     float *xs = malloc((a->M + GA_MR - 1) / GA_MR * GA_MR * ng * sizeof(float));
     if (xs)
         for (size_t m = 0; m < a->M; m++)
-            for (size_t j = 0; j < ng; j++) xs[(m / GA_MR * ng + j) * GA_MR + m % GA_MR] = ga_sum(a->x + m * a->ldx, j * g, (j + 1) * g);
+            for (size_t j = 0; j < ng; j++) xs[ga_xs_at(ng, m, j)] = ga_sum(a->x + m * a->ldx, j * g, (j + 1) * g);
     return xs;
 }
 
@@ -242,7 +246,7 @@ QK_INLINE void ga_tile(ga_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         if (f == GA_W4A && kg == j * g) {
             const float *mn = sw + GA_NR;
             GA_UNROLL for (size_t m = 0; m < mr; m++) {
-                __m512 sx = _mm512_set1_ps(xs ? xs[(m0 / GA_MR * ng + j) * GA_MR + m] : ga_sum(xr[m], j * g, (j + 1) * g));
+                __m512 sx = _mm512_set1_ps(xs ? xs[ga_xs_at(ng, m0, j) + m] : ga_sum(xr[m], j * g, (j + 1) * g));
                 GA_UNROLL for (size_t b = 0; b < GA_NB; b++) acc[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), sx, acc[m][b]);
             }
         }
