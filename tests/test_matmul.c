@@ -171,28 +171,24 @@ int main(void) {
         shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256};
         cases++;
         good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
-        /* gemm with integer activations over more than 2 MiB of codes: X in blocks of
-         * rows (x86/avx512/gemm_int_body.h), 71 rows = blocks of 36 and 35, the last
-         * ending in a 3-row tile; per channel (g = K) the groups are dotted in pieces
-         * whose Σa are made per block of rows */
-        if (k->op == QK_OP_GEMM && qk_mode_act_rule(k->mode) != QK_ACT_F32 && !quick)
+        /* gemm over many rows and several slices of K, g = 32, 128 and K (q4_0/q8_0: 32).
+         * Integer activations, over more than 2 MiB of codes: X in blocks of rows
+         * (x86/avx512/gemm_int_body.h), 71 rows = blocks of 36 and 35, the last ending in
+         * a 3-row tile; per channel the groups are dotted in pieces whose Σa are made per
+         * block of rows. f32 activations: 131 rows (a 5-row tail on avx512) over three
+         * slices of K (x86/avx512/gemm_a32__avx512.c walks K 1024 at a time), w4a's Σx per
+         * row and group made once per call; per channel the slices are pieces of the one
+         * group. */
+        if (k->op == QK_OP_GEMM && !quick) {
+            const int f32 = qk_mode_act_rule(k->mode) == QK_ACT_F32;
+            const size_t M = f32 ? 131 : 71, K = f32 ? 3072 : 32768;
             for (size_t gi = 0; gi < 3; gi++) {
-                shape rows = {71, 2, 32768, blocks || gi == 0 ? 32 : gi == 1 ? 128 : 32768};
+                shape rows = {M, 2, K, blocks || gi == 0 ? 32 : gi == 1 ? 128 : K};
                 cases++;
                 good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
                 if (blocks) break;
             }
-        /* gemm with f32 activations: 131 rows (many row tiles, a 5-row tail on
-         * avx512) over three slices of K (x86/avx512/gemm_a32__avx512.c walks K
-         * 1024 at a time), w4a's Σx per row and group made once per call; per
-         * channel the slices are pieces of the one group */
-        if (k->op == QK_OP_GEMM && qk_mode_act_rule(k->mode) == QK_ACT_F32 && !quick)
-            for (size_t gi = 0; gi < 3; gi++) {
-                shape rows = {131, 2, 3072, blocks || gi == 0 ? 32 : gi == 1 ? 128 : 3072};
-                cases++;
-                good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
-                if (blocks) break;
-            }
+        }
         shape tiny = {1, 1, 32, 32};
         cases++;
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
