@@ -198,19 +198,8 @@ float qk_qmat_min(const qk_qmat *m, size_t r, size_t j) {
 }
 
 int qk_qmat_code(const qk_qmat *m, size_t r, size_t k) {
-    const uint8_t *row = m->codes + r * m->row_bytes;
-    switch (m->format) {
-    case QK_W4S: return ((row[k / 2] >> (4 * (k & 1))) & 15) - 8;
-    case QK_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15;
-    case QK_W8S: return (int8_t)row[k];
-    case QK_Q4_0: {
-        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
-        size_t j = k % 32;
-        return (j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4)) - 8;
-    }
-    case QK_Q8_0: return (int8_t)row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32];
-    default: return 0;
-    }
+    if ((unsigned)m->format >= QK_FORMAT_COUNT) return 0;
+    return qk_row_code(m->codes + r * m->row_bytes, m->format, k);
 }
 
 qk_status qk_qact_alloc(qk_qact *a, qk_act_rule rule, size_t rows, size_t K, size_t group) {

@@ -136,6 +136,30 @@ static inline void qk_wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 /// Scale storage size in bytes.
 static inline size_t qk_scale_size(qk_scale_type st) { return st == QK_SCALE_F16 ? 2 : 4; }
 
+/// The code of element k of one stored row of format f as it sits in memory:
+/// its nibble (w4s and q4_0 keep q+8, w4a q) or its byte (w8s and q8_0: the
+/// int8's bits). Every tier's scalar tails and packs read codes through this.
+static inline unsigned qk_row_stored(const uint8_t *row, qk_format f, size_t k) {
+    switch (f) {
+    case QK_W4S:
+    case QK_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15u;
+    case QK_W8S: return row[k];
+    case QK_Q4_0: {
+        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
+        size_t j = k % 32;
+        return j < 16 ? qs[j] & 15u : (unsigned)qs[j - 16] >> 4;
+    }
+    default: return row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32];
+    }
+}
+
+/// The signed code q of that element (qk_qmat_code): w4s in [-7,7], w4a in
+/// [0,15], w8s in [-127,127], q4_0 in [-8,7], q8_0 in [-127,127].
+static inline int qk_row_code(const uint8_t *row, qk_format f, size_t k) {
+    unsigned u = qk_row_stored(row, f, k);
+    return f == QK_W4S || f == QK_Q4_0 ? (int)u - 8 : f == QK_W4A ? (int)u : (int8_t)u;
+}
+
 /// Record an error message for qk_last_error(); returns s.
 qk_status qk_fail(qk_status s, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -9,21 +9,6 @@
  *               are llama.cpp's dots: Σ_blocks d_w·d_x·Σ qw·qx. */
 #include "internal.h"
 
-/* Signed code of weight element k of one row (same decoding as qk_qmat_code). */
-static inline int wcode(const uint8_t *row, qk_format f, size_t k) {
-    switch (f) {
-    case QK_W4S: return ((row[k / 2] >> (4 * (k & 1))) & 15) - 8;
-    case QK_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15;
-    case QK_W8S: return (int8_t)row[k];
-    case QK_Q4_0: {
-        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
-        size_t j = k % 32;
-        return (j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4)) - 8;
-    }
-    default: /* QK_Q8_0 */ return (int8_t)row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32];
-    }
-}
-
 /* Scale (d) and offset (m) of group j of row n. */
 static inline double wscale(const qk_qmat *w, const uint8_t *row, size_t n, size_t j) {
     if (w->format == QK_Q4_0) return qk_h2f(qk_rd16(row + j * QK_Q4_0_BYTES));
@@ -47,7 +32,7 @@ static void matmul_a32(const qk_matmul_args *a) {
                 double s = wscale(w, row, n, j), mn = wmin(w, n, j);
                 for (size_t i = 0; i < g; i++) {
                     size_t k = j * g + i;
-                    acc += (mn + s * wcode(row, w->format, k)) * (double)x[k];
+                    acc += (mn + s * qk_row_code(row, w->format, k)) * (double)x[k];
                 }
             }
             a->y[m * a->ldy + n] = (float)acc;
@@ -65,7 +50,7 @@ static void matmul_int(const qk_matmul_args *a) {
             double acc = 0.0;
             for (size_t j = 0; j < ng; j++) {
                 int64_t dot = 0;
-                for (size_t i = 0; i < g; i++) dot += (int64_t)wcode(row, w->format, j * g + i) * qa[j * g + i];
+                for (size_t i = 0; i < g; i++) dot += (int64_t)qk_row_code(row, w->format, j * g + i) * qa[j * g + i];
                 double sa = xq->scales[m * ng + j], sw = wscale(w, row, n, j);
                 if (w->format == QK_W4A)
                     acc += sa * (wmin(w, n, j) * (double)xq->sums[m * ng + j] + sw * (double)dot);

@@ -20,13 +20,6 @@ QK_AI float32x4_t fma16(float32x4_t acc, const float32x4_t c[4], const float32x4
     return vfmaq_f32(acc, c[3], x[3]);
 }
 
-/* Signed code of element i of group j as the kernel reads it (tails). */
-QK_AI int tail_code(const uint8_t *row, qk_format f, size_t k) {
-    if (f == QK_W8S) return (int8_t)row[k];
-    int u = (row[k / 2] >> (4 * (k & 1))) & 15;
-    return f == QK_W4S ? u - 8 : u;
-}
-
 QK_AI void a32_rows(const qk_matmul_args *a, size_t n, const int R, const qk_format f) {
     const qk_qmat *w = a->w;
     const size_t g = a->group, ng = a->K / g;
@@ -93,7 +86,7 @@ QK_AI void a32_rows(const qk_matmul_args *a, size_t n, const int R, const qk_for
         }
         for (; i < g; i++) {
             xtail += xg[i];
-            for (int r = 0; r < R; r++) tail[r] += (float)tail_code(row[r], f, j * g + i) * xg[i];
+            for (int r = 0; r < R; r++) tail[r] += (float)qk_row_code(row[r], f, j * g + i) * xg[i];
         }
         float xsum = f == QK_W4A ? vaddvq_f32(vx) + xtail : 0.0f;
         for (int r = 0; r < R; r++) {

@@ -120,17 +120,10 @@ static inline void qk_arm_row_codes(const qk_qmat *w, size_t r, size_t k0, size_
     switch (w->format) {
     case QK_W4S:
     case QK_W4A:
-        for (size_t i = 0; i < n; i++) out[i] = (row[(k0 + i) / 2] >> (4 * ((k0 + i) & 1))) & 15;
+    case QK_Q4_0:
+        for (size_t i = 0; i < n; i++) out[i] = (uint8_t)qk_row_stored(row, w->format, k0 + i);
         break;
     case QK_W8S: memcpy(out, row + k0, n); break;
-    case QK_Q4_0: {
-        const uint8_t *qs = row + k0 / 32 * QK_Q4_0_BYTES + 2;
-        for (size_t i = 0; i < n; i++) {
-            size_t e = (k0 + i) % 32;
-            out[i] = e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
-        }
-        break;
-    }
     default: memcpy(out, row + k0 / 32 * QK_Q8_0_BYTES + 2 + k0 % 32, n); break;
     }
 }

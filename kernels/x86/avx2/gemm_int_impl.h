@@ -68,7 +68,7 @@ static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t 
         if (k0 % 2 == 0)
             for (; i + 32 <= cnt; i += 32) /* element 2j low nibble, 2j+1 high */
                 _mm256_storeu_si256((__m256i *)(out + i), qk_avx2_unpack_nibbles(_mm_loadu_si128((const __m128i *)(row + (k0 + i) / 2))));
-        for (; i < cnt; i++) out[i] = (int8_t)((row[(k0 + i) / 2] >> (4 * ((k0 + i) & 1))) & 15);
+        for (; i < cnt; i++) out[i] = (int8_t)qk_row_stored(row, QK_W4S, k0 + i);
         break;
     case QK_W8S: memcpy(out, row + k0, cnt); break;
     case QK_Q4_0:
@@ -78,16 +78,12 @@ static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t 
                 _mm_storeu_si128((__m128i *)(out + i), _mm_and_si128(v, m4));
                 _mm_storeu_si128((__m128i *)(out + i + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
             }
-        for (; i < cnt; i++) {
-            const size_t k = k0 + i, j = k % 32;
-            const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
-            out[i] = (int8_t)(j < 16 ? qs[j] & 15 : qs[j - 16] >> 4);
-        }
+        for (; i < cnt; i++) out[i] = (int8_t)qk_row_stored(row, QK_Q4_0, k0 + i);
         break;
     default:
         if (k0 % 32 == 0)
             for (; i + 32 <= cnt; i += 32) memcpy(out + i, row + (k0 + i) / 32 * QK_Q8_0_BYTES + 2, 32);
-        for (; i < cnt; i++) out[i] = (int8_t)row[((k0 + i) / 32) * QK_Q8_0_BYTES + 2 + (k0 + i) % 32];
+        for (; i < cnt; i++) out[i] = (int8_t)qk_row_stored(row, QK_Q8_0, k0 + i);
         break;
     }
 }

@@ -42,22 +42,6 @@ static size_t ga_tile_bytes(ga_fmt f, const qk_qmat *w) { return (w->cols / w->g
 static size_t ga_pack_size(ga_fmt f, const qk_qmat *w) { return (w->rows + GA_NR - 1) / GA_NR * ga_tile_bytes(f, w); }
 static size_t ga_packed_offset(ga_fmt f, const qk_qmat *w, size_t n0) { return n0 / GA_NR * ga_tile_bytes(f, w); }
 
-/* Code of element k of row n as packed: 4-bit unsigned 0..15, 8-bit int8. */
-static inline unsigned ga_code(ga_fmt f, const qk_qmat *w, size_t n, size_t k) {
-    const uint8_t *row = w->codes + n * w->row_bytes;
-    switch (f) {
-    case GA_W4S:
-    case GA_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15u;
-    case GA_W8S: return row[k];
-    case GA_Q4_0: {
-        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
-        size_t j = k % 32;
-        return j < 16 ? qs[j] & 15u : (unsigned)qs[j - 16] >> 4;
-    }
-    default: return row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32];
-    }
-}
-
 /* Any group size, element by element: the shapes the fast path below does not
  * take (4-bit g % 32 != 0, 8-bit g % 16 != 0, i.e. g = K with K off those). */
 static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
@@ -74,7 +58,7 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
                 if (f == GA_W8S) {
                     for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = row[j * g + i];
                 } else if (ga_bits(f) == 8) {
-                    for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = (uint8_t)ga_code(f, w, n, j * g + i);
+                    for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = (uint8_t)qk_row_stored(row, w->format, j * g + i);
                 } else if (f != GA_Q4_0) { /* the plain bytes of 8 codes are the packed dword: nibble i = code i */
                     for (size_t i = 0; i < g; i += 8) {
                         uint8_t *d = codes + ((i / 8) * GA_NB + b) * 64 + 4 * l;
@@ -84,7 +68,7 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
                 } else {
                     for (size_t i = 0; i < g; i++) {
                         uint8_t *d = codes + ((i / 8) * GA_NB + b) * 64 + 4 * l + (i % 8) / 2;
-                        *d |= (uint8_t)(ga_code(f, w, n, j * g + i) << (4 * (i % 2)));
+                        *d |= (uint8_t)(qk_row_stored(row, w->format, j * g + i) << (4 * (i % 2)));
                     }
                 }
                 sc[c] = qk_qmat_scale(w, n, j);

@@ -80,18 +80,8 @@ static size_t gm_packed_offset(gm_fmt f, const qk_qmat *w, size_t n0) { return n
 
 /* Unsigned code of element k of row n, as the kernel multiplies it. */
 static inline unsigned gm_code(gm_fmt f, const qk_qmat *w, size_t n, size_t k) {
-    const uint8_t *row = w->codes + n * w->row_bytes;
-    switch (f) {
-    case GM_W4S:
-    case GM_W4A: return (row[k / 2] >> (4 * (k & 1))) & 15u;
-    case GM_W8S: return (uint8_t)(row[k] ^ 0x80u);
-    case GM_Q4_0: {
-        const uint8_t *qs = row + (k / 32) * QK_Q4_0_BYTES + 2;
-        size_t j = k % 32;
-        return j < 16 ? qs[j] & 15u : (unsigned)qs[j - 16] >> 4;
-    }
-    default: return (uint8_t)(row[(k / 32) * QK_Q8_0_BYTES + 2 + k % 32] ^ 0x80u);
-    }
+    unsigned c = qk_row_stored(w->codes + n * w->row_bytes, w->format, k);
+    return gm_bits(f) == 8 ? c ^ 0x80u : c;
 }
 
 /* Bytes k..k+3 of a plain 4-bit row, spread to the packed nibble order: byte
