@@ -228,59 +228,37 @@ QK_INLINE void gemv_plain(const qk_matmul_args *a, const int f) {
 
 /* ---- llama.cpp blocks ---- */
 
-QK_INLINE void rows_q4_0(const qk_matmul_args *a, size_t n0, const int R) {
-    const float *x = a->x;
-    const size_t nb = a->K / 32;
-    const __m256i c15 = _mm256_set1_epi32(15), c8 = _mm256_set1_epi32(8);
-    const uint8_t *wr[QK_A32_R];
-    __m256 acc[QK_A32_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = a->w->codes + (n0 + r) * a->w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
-    for (size_t b = 0; b < nb; b++) {
-        const float *xb = x + 32 * b;
-        const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const uint8_t *blk = wr[r] + b * QK_Q4_0_BYTES;
-            if ((b & 3) == 0) _mm_prefetch((const char *)blk + (R == 1 ? QK_A32_TPF : QK_A32_PF), _MM_HINT_T0);
-            __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2)));
-            __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 10)));
-            __m256 e = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v0, c15), c8)), x0);
-            e = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v1, c15), c8)), x1, e);
-            __m256 o = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v0, 4), c8)), x2);
-            o = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v1, 4), c8)), x3, o);
-            acc[r] = _mm256_fmadd_ps(_mm256_add_ps(e, o), _mm256_set1_ps(_cvtsh_ss(qk_rd16(blk))), acc[r]);
-        }
-    }
-    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
-}
-
 QK_INLINE __m256 sx8_ps(const uint8_t *p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))); }
 
-QK_INLINE void rows_q8_0(const qk_matmul_args *a, size_t n0, const int R) {
+/* Row n of q4_0 (q4) or q8_0: each block's 32 codes times x, scaled by the
+ * block's fp16 d; the row's bytes prefetched QK_A32_TPF ahead, one line per
+ * 64 bytes of blocks. */
+QK_INLINE void row_blocks(const qk_matmul_args *a, size_t n, const int q4) {
     const float *x = a->x;
-    const size_t nb = a->K / 32;
-    const uint8_t *wr[QK_A32_R];
-    __m256 acc[QK_A32_R];
-    for (int r = 0; r < R; r++) {
-        wr[r] = a->w->codes + (n0 + r) * a->w->row_bytes;
-        acc[r] = _mm256_setzero_ps();
-    }
+    const size_t nb = a->K / 32, bytes = q4 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES;
+    const __m256i c15 = _mm256_set1_epi32(15), c8 = _mm256_set1_epi32(8);
+    const uint8_t *wr = a->w->codes + n * a->w->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; b++) {
         const float *xb = x + 32 * b;
         const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const uint8_t *blk = wr[r] + b * QK_Q8_0_BYTES;
-            if ((b & 1) == 0) _mm_prefetch((const char *)blk + (R == 1 ? QK_A32_TPF : QK_A32_PF), _MM_HINT_T0);
-            __m256 e = _mm256_fmadd_ps(sx8_ps(blk + 10), x1, _mm256_mul_ps(sx8_ps(blk + 2), x0));
-            __m256 o = _mm256_fmadd_ps(sx8_ps(blk + 26), x3, _mm256_mul_ps(sx8_ps(blk + 18), x2));
-            acc[r] = _mm256_fmadd_ps(_mm256_add_ps(e, o), _mm256_set1_ps(_cvtsh_ss(qk_rd16(blk))), acc[r]);
+        const uint8_t *blk = wr + b * bytes;
+        if ((b & (q4 ? 3 : 1)) == 0) _mm_prefetch((const char *)blk + QK_A32_TPF, _MM_HINT_T0);
+        __m256 e, o;
+        if (q4) { /* elements 0..15 the low nibbles of the 16 code bytes, 16..31 the high ones */
+            __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2)));
+            __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 10)));
+            e = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v0, c15), c8)), x0);
+            e = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v1, c15), c8)), x1, e);
+            o = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v0, 4), c8)), x2);
+            o = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v1, 4), c8)), x3, o);
+        } else {
+            e = _mm256_fmadd_ps(sx8_ps(blk + 10), x1, _mm256_mul_ps(sx8_ps(blk + 2), x0));
+            o = _mm256_fmadd_ps(sx8_ps(blk + 26), x3, _mm256_mul_ps(sx8_ps(blk + 18), x2));
         }
+        acc = _mm256_fmadd_ps(_mm256_add_ps(e, o), _mm256_set1_ps(_cvtsh_ss(qk_rd16(blk))), acc);
     }
-    for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]);
+    a->y[n] = qk_avx2_hsum_ps(acc);
 }
 
 /// y = W·x with f32 activations a->x (W4A32, W8A32), plain layout; writes
@@ -293,9 +271,9 @@ void qk_gemv_w8s_a32__avx2(const qk_matmul_args *a) { gemv_plain(a, F_W8S); }
  * QK_A32_TPF bytes ahead), which reads DRAM faster here than QK_A32_R
  * interleaved rows. */
 void qk_gemv_q4_0_a32__avx2(const qk_matmul_args *a) {
-    for (size_t n = 0; n < a->N; n++) rows_q4_0(a, n, 1);
+    for (size_t n = 0; n < a->N; n++) row_blocks(a, n, 1);
 }
 
 void qk_gemv_q8_0_a32__avx2(const qk_matmul_args *a) {
-    for (size_t n = 0; n < a->N; n++) rows_q8_0(a, n, 1);
+    for (size_t n = 0; n < a->N; n++) row_blocks(a, n, 0);
 }
