@@ -186,61 +186,42 @@ QK_INLINE void rows_init(gemv_rows *t, const qk_matmul_args *a, size_t n0, const
 
 /* ---- w4s / w4a, plain layout ---- */
 
-/* g = 32, steps of 256 values: eight groups, one conversion. Returns where it stopped. */
-QK_INLINE size_t w4_g32_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, gemv_rows *t) {
+/* g = 32 or 64, steps of 256 values: eight or four groups, one conversion.
+ * Returns where it stopped. */
+QK_INLINE size_t w4_small_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, const size_t g,
+                                gemv_rows *t) {
     const int8_t *qa = a->xq->codes;
     const float *sa = a->xq->scales;
     const int32_t *su = a->xq->sums;
-    const size_t K = a->K, ng = K / 32;
+    const size_t K = a->K, ng = K / g;
     __m256 acc[QK_GEMV_R];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t k = 0;
     for (; k + 256 <= K; k += 256) {
-        const size_t j = k / 32;
+        const size_t j = k / g;
         __m256i ev[4], od[4];
         for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
-        const __m256 sa8 = _mm256_loadu_ps(sa + j);
-        const __m256i corr = w4s ? _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), loadu256(su + j)), 3) : _mm256_setzero_si256();
+        /* the groups' -8·Σa (w4s) and sa: eight of each at g = 32, four at g = 64 */
+        const __m256i su8 = g == 32 ? loadu256(su + j) : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(su + j)));
+        const __m256i corr = w4s ? _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), su8), 3) : _mm256_setzero_si256();
+        const __m256 sa8 = g == 32 ? _mm256_loadu_ps(sa + j) : _mm256_zextps128_ps256(_mm_loadu_ps(sa + j));
         for (int r = 0; r < R; r++) {
             const uint8_t *p = t->w[r] + k / 2;
             QK_PREFETCH(p);
             QK_PREFETCH(p + 64);
             const __m256i w[4] = {loadu256(p), loadu256(p + 32), loadu256(p + 64), loadu256(p + 96)};
-            const __m256i f = _mm256_permutevar8x32_epi32(dot_w4_fold4(w, ev, od), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            __m256i s = _mm256_add_epi32(f, corr);
-            __m256 sw = _mm256_mul_ps(qk_avx2_load8_scales(a->w->scales, (n0 + r) * ng + j, st), sa8);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sw, acc[r]);
-        }
-    }
-    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(acc[r]);
-    return k;
-}
-
-/* g = 64, steps of 256 values: four groups, one conversion. */
-QK_INLINE size_t w4_g64_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, gemv_rows *t) {
-    const int8_t *qa = a->xq->codes;
-    const float *sa = a->xq->scales;
-    const int32_t *su = a->xq->sums;
-    const size_t K = a->K, ng = K / 64;
-    __m256 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    size_t k = 0;
-    for (; k + 256 <= K; k += 256) {
-        const size_t j = k / 64;
-        __m256i ev[4], od[4];
-        for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
-        const __m128 sa4 = _mm_loadu_ps(sa + j);
-        const __m128i corr = _mm_slli_epi32(_mm_sub_epi32(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)(su + j))), 3);
-        for (int r = 0; r < R; r++) {
-            const uint8_t *p = t->w[r] + k / 2;
-            QK_PREFETCH(p);
-            QK_PREFETCH(p + 64);
-            const __m256i w[4] = {loadu256(p), loadu256(p + 32), loadu256(p + 64), loadu256(p + 96)};
-            __m256i f = dot_w4_fold4(w, ev, od); /* lanes i and i+4 hold group j+i */
-            __m128i gs = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
-            if (w4s) gs = _mm_add_epi32(gs, corr);
-            __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
-            acc[r] = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_cvtepi32_ps(gs)), _mm256_zextps128_ps256(sw), acc[r]);
+            __m256i f = dot_w4_fold4(w, ev, od); /* lane i: group j+i/2 (g = 32) or j+i%4 (g = 64) */
+            __m256 sw;
+            if (g == 32) {
+                f = _mm256_add_epi32(_mm256_permutevar8x32_epi32(f, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), corr);
+                sw = _mm256_mul_ps(qk_avx2_load8_scales(a->w->scales, (n0 + r) * ng + j, st), sa8);
+            } else {
+                __m128i gs = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
+                if (w4s) gs = _mm_add_epi32(gs, _mm256_castsi256_si128(corr));
+                f = _mm256_zextsi128_si256(gs);
+                sw = _mm256_zextps128_ps256(_mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), _mm256_castps256_ps128(sa8)));
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(f), sw, acc[r]);
         }
     }
     for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(acc[r]);
@@ -299,8 +280,8 @@ QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const
     gemv_rows t;
     rows_init(&t, a, n0, R);
     size_t k = 0;
-    if (a->group == 32) k = w4_g32_steps(a, n0, R, w4s, st, &t);
-    else if (a->group == 64) k = w4_g64_steps(a, n0, R, w4s, st, &t);
+    if (a->group == 32) k = w4_small_steps(a, n0, R, w4s, st, 32, &t);
+    else if (a->group == 64) k = w4_small_steps(a, n0, R, w4s, st, 64, &t);
     w4_groups(a, n0, R, w4s, st, k / a->group, &t);
     const size_t ng = a->K / a->group;
     for (int r = 0; r < R; r++) {
