@@ -55,9 +55,7 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
             for (size_t c = 0; c < GA_NR && n0 + c < N; c++) {
                 size_t n = n0 + c, b = c / 16, l = c % 16;
                 const uint8_t *row = w->codes + n * w->row_bytes;
-                if (f == GA_W8S) {
-                    for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = row[j * g + i];
-                } else if (ga_bits(f) == 8) {
+                if (ga_bits(f) == 8) { /* w8s, q8_0: the stored int8 bytes */
                     for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = (uint8_t)qk_row_stored(row, w->format, j * g + i);
                 } else if (f != GA_Q4_0) { /* the plain bytes of 8 codes are the packed dword: nibble i = code i */
                     for (size_t i = 0; i < g; i += 8) {
