@@ -236,9 +236,13 @@ def pairs_at_row_rate(r):
 
 def check_pairs(r, pkey, refkey, ofkey):
     """A row's pairs under pkey: 5 or more [kernel, reference] rates, refkey their median
-    reference and ofkey the median of their ratios, as bench writes them. The pairs, or None."""
+    reference and ofkey the median of their ratios, as bench writes them. The pairs, or None.
+    Each rate is positive and below 10000 (GB/s or GOP/s: more is a unit error); there is no
+    lower bound per pair, since one pair the host preempted can read at any rate (a fresh
+    clone's ctest -j2 met a read of a cached 290 KB buffer at 0.083 GB/s, beside 150 and 214):
+    the medians are what the callers hold against the probe."""
     pairs = r.get(pkey, [])
-    if not check(len(pairs) >= 5 and all(len(p) == 2 and 0.01 < p[0] < 10000 and 0.1 < p[1] < 10000 for p in pairs),
+    if not check(len(pairs) >= 5 and all(len(p) == 2 and 0 < p[0] < 10000 and 0 < p[1] < 10000 for p in pairs),
                  "%s: %s %s" % (r["name"], pkey, pairs[:3])):
         return None
     check(abs(r[refkey] - statistics.median([p[1] for p in pairs])) <= 1e-3 * r[refkey],
