@@ -184,6 +184,87 @@ QK_INLINE void rows_init(gemv_rows *t, const qk_matmul_args *a, size_t n0, const
     }
 }
 
+/* The vector part of the dots of codes [c0, c1) (one chunk of a group) of
+ * the R rows with the activations, into d[r]: 4-bit codes (w8 0) in steps of
+ * 256, 64 and 32 values, 8-bit codes in steps of 128 and 32. Returns where it
+ * stopped: the scalar tail of a group that is not a multiple of 32 (g = K)
+ * starts there. */
+QK_INLINE size_t chunk_dots(const int8_t *qa, size_t c0, size_t c1, const int R, const int w8, const gemv_rows *t, __m256i *d) {
+    size_t k = c0;
+    if (w8) {
+        for (; k + 128 <= c1; k += 128) {
+            __m256i av[4], ab[4];
+            for (int b = 0; b < 4; b++) {
+                av[b] = loadu256(qa + k + 32 * b);
+                ab[b] = _mm256_abs_epi8(av[b]);
+            }
+            for (int r = 0; r < R; r++) {
+                const uint8_t *p = t->w[r] + k;
+                QK_PREFETCH(p);
+                QK_PREFETCH(p + 64);
+                for (int b = 0; b < 4; b++) d[r] = dot_s8(d[r], loadu256(p + 32 * b), av[b], ab[b]);
+            }
+        }
+        for (; k + 32 <= c1; k += 32) {
+            const __m256i av = loadu256(qa + k), ab = _mm256_abs_epi8(av);
+            for (int r = 0; r < R; r++) d[r] = dot_s8(d[r], loadu256(t->w[r] + k), av, ab);
+        }
+        return k;
+    }
+    for (; k + 256 <= c1; k += 256) {
+        __m256i ev[4], od[4];
+        for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *p = t->w[r] + k / 2;
+            QK_PREFETCH(p);
+            QK_PREFETCH(p + 64);
+            for (int b = 0; b < 4; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
+        }
+    }
+    for (; k + 64 <= c1; k += 64) {
+        __m256i ev, od;
+        deinterleave64(qa + k, &ev, &od);
+        for (int r = 0; r < R; r++) d[r] = dot_w4(d[r], loadu256(t->w[r] + k / 2), ev, od);
+    }
+    if (k + 32 <= c1) {
+        __m256i ev, od;
+        deinterleave32(qa + k, &ev, &od);
+        for (int r = 0; r < R; r++)
+            d[r] = dot_w4(d[r], _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(t->w[r] + k / 2))), ev, od);
+        k += 32;
+    }
+    return k;
+}
+
+/* Groups j0.. of any size (w8: 8-bit codes, else 4-bit; w4s: the codes are
+ * q + 8): int32 sums per group (int64 across chunks of 2^16), then
+ * y += sw·sa·dot, w4s's dot less 8·Σa. */
+QK_INLINE void int_groups(const qk_matmul_args *a, size_t n0, const int R, const int w8, const int w4s, const qk_scale_type st, size_t j0,
+                          gemv_rows *t) {
+    const int8_t *qa = a->xq->codes;
+    const float *sa = a->xq->scales;
+    const int32_t *su = a->xq->sums;
+    const size_t K = a->K, g = a->group, ng = K / g;
+    for (size_t j = j0; j < ng; j++) {
+        int64_t tot[QK_GEMV_R] = {0};
+        for (size_t c0 = j * g, end = c0 + g; c0 < end;) {
+            const size_t c1 = end - c0 > QK_GEMV_CHUNK ? c0 + QK_GEMV_CHUNK : end;
+            __m256i d[QK_GEMV_R];
+            for (int r = 0; r < R; r++) d[r] = _mm256_setzero_si256();
+            const size_t k = chunk_dots(qa, c0, c1, R, w8, t, d);
+            for (int r = 0; r < R; r++) {
+                tot[r] += qk_avx2_hsum_epi32(d[r]);
+                for (size_t i = k; i < c1; i++) tot[r] += (w8 ? (int8_t)t->w[r][i] : w4code(t->w[r], i)) * qa[i]; /* g = K only */
+            }
+            c0 = c1;
+        }
+        for (int r = 0; r < R; r++) {
+            int64_t dot = tot[r] - (w4s ? 8 * (int64_t)su[j] : 0);
+            t->y[r] += (float)dot * (qk_avx2_load_scale(a->w->scales, (n0 + r) * ng + j, st) * sa[j]);
+        }
+    }
+}
+
 /* ---- w4s / w4a, plain layout ---- */
 
 /* g = 32 or 64, steps of 256 values: eight or four groups, one conversion.
@@ -228,61 +309,13 @@ QK_INLINE size_t w4_small_steps(const qk_matmul_args *a, size_t n0, const int R,
     return k;
 }
 
-/* Groups j0.. of any size: int32 sums per group (int64 across chunks of 2^16). */
-QK_INLINE void w4_groups(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, size_t j0, gemv_rows *t) {
-    const int8_t *qa = a->xq->codes;
-    const float *sa = a->xq->scales;
-    const int32_t *su = a->xq->sums;
-    const size_t K = a->K, g = a->group, ng = K / g;
-    for (size_t j = j0; j < ng; j++) {
-        int64_t tot[QK_GEMV_R] = {0};
-        for (size_t c0 = j * g, end = c0 + g; c0 < end;) {
-            const size_t c1 = end - c0 > QK_GEMV_CHUNK ? c0 + QK_GEMV_CHUNK : end;
-            __m256i d[QK_GEMV_R];
-            for (int r = 0; r < R; r++) d[r] = _mm256_setzero_si256();
-            size_t k = c0;
-            for (; k + 256 <= c1; k += 256) {
-                __m256i ev[4], od[4];
-                for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
-                for (int r = 0; r < R; r++) {
-                    const uint8_t *p = t->w[r] + k / 2;
-                    QK_PREFETCH(p);
-                    QK_PREFETCH(p + 64);
-                    for (int b = 0; b < 4; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
-                }
-            }
-            for (; k + 64 <= c1; k += 64) {
-                __m256i ev, od;
-                deinterleave64(qa + k, &ev, &od);
-                for (int r = 0; r < R; r++) d[r] = dot_w4(d[r], loadu256(t->w[r] + k / 2), ev, od);
-            }
-            if (k + 32 <= c1) {
-                __m256i ev, od;
-                deinterleave32(qa + k, &ev, &od);
-                for (int r = 0; r < R; r++)
-                    d[r] = dot_w4(d[r], _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(t->w[r] + k / 2))), ev, od);
-                k += 32;
-            }
-            for (int r = 0; r < R; r++) {
-                tot[r] += qk_avx2_hsum_epi32(d[r]);
-                for (size_t i = k; i < c1; i++) tot[r] += w4code(t->w[r], i) * qa[i]; /* g = K only */
-            }
-            c0 = c1;
-        }
-        for (int r = 0; r < R; r++) {
-            int64_t dot = tot[r] - (w4s ? 8 * (int64_t)su[j] : 0);
-            t->y[r] += (float)dot * (qk_avx2_load_scale(a->w->scales, (n0 + r) * ng + j, st) * sa[j]);
-        }
-    }
-}
-
 QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st) {
     gemv_rows t;
     rows_init(&t, a, n0, R);
     size_t k = 0;
     if (a->group == 32) k = w4_small_steps(a, n0, R, w4s, st, 32, &t);
     else if (a->group == 64) k = w4_small_steps(a, n0, R, w4s, st, 64, &t);
-    w4_groups(a, n0, R, w4s, st, k / a->group, &t);
+    int_groups(a, n0, R, 0, w4s, st, k / a->group, &t);
     const size_t ng = a->K / a->group;
     for (int r = 0; r < R; r++) {
         float y = t.y[r];
@@ -350,51 +383,12 @@ QK_INLINE size_t w8_steps(const qk_matmul_args *a, size_t n0, const int R, const
     return k;
 }
 
-QK_INLINE void w8_groups(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st, size_t j0, gemv_rows *t) {
-    const int8_t *qa = a->xq->codes;
-    const float *sa = a->xq->scales;
-    const size_t K = a->K, g = a->group, ng = K / g;
-    for (size_t j = j0; j < ng; j++) {
-        int64_t tot[QK_GEMV_R] = {0};
-        for (size_t c0 = j * g, end = c0 + g; c0 < end;) {
-            const size_t c1 = end - c0 > QK_GEMV_CHUNK ? c0 + QK_GEMV_CHUNK : end;
-            __m256i d[QK_GEMV_R];
-            for (int r = 0; r < R; r++) d[r] = _mm256_setzero_si256();
-            size_t k = c0;
-            for (; k + 128 <= c1; k += 128) {
-                __m256i av[4], ab[4];
-                for (int b = 0; b < 4; b++) {
-                    av[b] = loadu256(qa + k + 32 * b);
-                    ab[b] = _mm256_abs_epi8(av[b]);
-                }
-                for (int r = 0; r < R; r++) {
-                    const uint8_t *p = t->w[r] + k;
-                    QK_PREFETCH(p);
-                    QK_PREFETCH(p + 64);
-                    for (int b = 0; b < 4; b++) d[r] = dot_s8(d[r], loadu256(p + 32 * b), av[b], ab[b]);
-                }
-            }
-            for (; k + 32 <= c1; k += 32) {
-                const __m256i av = loadu256(qa + k), ab = _mm256_abs_epi8(av);
-                for (int r = 0; r < R; r++) d[r] = dot_s8(d[r], loadu256(t->w[r] + k), av, ab);
-            }
-            for (int r = 0; r < R; r++) {
-                tot[r] += qk_avx2_hsum_epi32(d[r]);
-                for (size_t i = k; i < c1; i++) tot[r] += (int8_t)t->w[r][i] * qa[i]; /* g = K only */
-            }
-            c0 = c1;
-        }
-        for (int r = 0; r < R; r++)
-            t->y[r] += (float)tot[r] * (qk_avx2_load_scale(a->w->scales, (n0 + r) * ng + j, st) * sa[j]);
-    }
-}
-
 QK_INLINE void w8_rows_st(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st) {
     gemv_rows t;
     rows_init(&t, a, n0, R);
     size_t k = 0;
     if (a->group == 32 || a->group == 64) k = w8_steps(a, n0, R, st, a->group == 64, &t);
-    w8_groups(a, n0, R, st, k / a->group, &t);
+    int_groups(a, n0, R, 1, 0, st, k / a->group, &t);
     for (int r = 0; r < R; r++) a->y[n0 + r] = t.y[r];
 }
 
