@@ -147,13 +147,17 @@ int main(void) {
         int cases = 0, good = 0;
         for (size_t gi = 0; gi < 5; gi++) {
             if (blocks && gi > 0) break;
-            size_t Ks[] = {0, 0, 0};
+            size_t Ks[] = {0, 0, 0, 0, 0};
             size_t g0 = gs[gi];
             Ks[0] = g0 ? g0 : 96;           /* K = g (per-channel: K = 96) */
             Ks[1] = g0 ? 3 * g0 : 1280;     /* several groups */
             Ks[2] = gi == 2 || blocks ? (quick ? 1024 : 16384) : 0; /* long K once */
             if (gi == 3) Ks[2] = quick ? 4096 : 8192; /* g = 256 over 16 and 32 groups: gemv's 16-group scale vectors */
-            for (size_t kk = 0; kk < 3; kk++) {
+            if (!g0) { /* per channel, K not a multiple of 32 (odd where the codes are bytes): every kernel's K tail */
+                Ks[3] = k->format == QK_W8S ? 71 : 70;
+                Ks[4] = k->format == QK_W8S ? 1063 : 1062;
+            }
+            for (size_t kk = 0; kk < 5; kk++) {
                 if (!Ks[kk]) continue;
                 size_t K = Ks[kk], g = g0 ? g0 : K;
                 for (size_t ni = 0; ni < 4; ni++)
