@@ -15,16 +15,18 @@
  *            acc + Σ4 off·a per dword (off = 8 or 128)
  *
  * Every variant computes, per row n and group j, the exact integer Σ q·a.
+ * Every int32 lane ends at the exact Σ q·a of the values it met (a true
+ * partial dot, so that the f32 sum over the lanes is as accurate as the
+ * error model asks: an offset left in the lanes and taken off their sum in
+ * f32 would cost up to u·off·|Σa|, far beyond u·Σ|q·a| when the products are
+ * small beside the activations, as with int4 activations and an outlier).
  * The table path (below) gives the 8-bit q the activation's sign and
- * multiplies it by |a| (every int32 lane a true partial dot: an offset of 128
- * would make lanes far larger than their sum); it multiplies the unsigned
- * 4-bit codes c (w4s, q4_0: q + 8) by a, and removes the offset per group:
- * y -= 8·sw·sa·Σa in f32 (16 groups in one FMA), or in int32 where a group
- * spans whole blocks. The generic path multiplies the stored unsigned code
- * c = q + off (the int8 code plus QK_W8_OFF) by a and starts each lane at
- * -off·(the sum of the activations it will meet). Then y += sw·sa·dot in
- * f32, and for w4a y += Σ_j m_j·sa_j·Σa_j (the activation group sums from
- * actquant).
+ * multiplies it by |a|; it multiplies the unsigned 4-bit codes c (w4s, q4_0:
+ * q + 8) by a, each lane starting at -8·(the sum of the activations it will
+ * meet), a table per call. The generic path multiplies the stored unsigned
+ * code c = q + off (the int8 code plus QK_W8_OFF) by a and starts each lane
+ * the same way. Then y += sw·sa·dot in f32, and for w4a
+ * y += Σ_j m_j·sa_j·Σa_j (the activation group sums from actquant).
  *
  * Rows are taken one after the other, so the codes are one sequential stream
  * (and the scales a second one), prefetched GI_PF bytes ahead: on the Zen 5
@@ -299,25 +301,26 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
  * values, about as large as the activations (a per-lane correction table
  * beside them did not fit in L1 with the weight stream on 14336-long rows).
  * The 4-bit formats multiply their unsigned codes by a, two dot products per
- * 128 values; w4s and q4_0 (c = q + 8) then take 8·Σa of each group off in
- * f32, from actquant's group sums, one FMA per 16 groups. Against giving q
- * the sign of a (two subtractions and two masked negations more per 128
- * values) this ran w4s 1.25x (g = 32) to 1.55x (g = 128) faster from L3, and
- * against a per-lane int32 correction table q4_0 a few % faster. */
+ * 128 values; for w4s and q4_0 (c = q + 8) each lane starts at -8·Σ of the
+ * 8 activations it meets (the table corr, 16 int32 per 128 values, formed
+ * with the planes). Against giving q the sign of a (two subtractions and two
+ * masked negations more per 128 values) multiplying c ran w4s 1.25x (g = 32)
+ * to 1.55x (g = 128) faster from L3. */
 enum { GI_SEG = 16384 };
 
 typedef struct gi_ws {
     union {
         __m512i aa[GI_SEG / 64]; /* 8-bit formats: |a| of each 64-value block */
-        struct { /* 4-bit formats, per 128-value block: the two activation planes */
-            __m512i ae[GI_SEG / 128], ao[GI_SEG / 128];
+        struct { /* 4-bit formats, per 128-value block: the two activation planes, and
+                  * for w4s/q4_0 each lane's start, -8·(the activations it meets) */
+            __m512i ae[GI_SEG / 128], ao[GI_SEG / 128], corr[GI_SEG / 128];
         };
     };
     __mmask64 neg[GI_SEG / 64]; /* 8-bit formats: the sign bits of each 64-value block */
 } gi_ws;
 
 QK_INLINE int gi_signed(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
-/* The offset of the 4-bit codes that the table path removes per group, in f32. */
+/* The offset of the 4-bit codes that the table path's lanes start without (corr). */
 QK_INLINE int gi_goff(gi_fmt f) { return f == GI_W4S || f == GI_Q4_0 ? 8 : 0; }
 
 QK_INLINE int gi_w4(gi_fmt f) { return f == GI_W4S || f == GI_W4A; }
@@ -348,6 +351,8 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *w
             o = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8)));
         }
         ws->ae[b] = e, ws->ao[b] = o;
+        if (gi_goff(f))
+            ws->corr[b] = _mm512_sub_epi32(_mm512_setzero_si512(), qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), gi_goff(f), e), gi_goff(f), o));
     }
 }
 
@@ -401,11 +406,8 @@ QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, co
     return _mm512_fmadd_ps(mv, _mm512_mul_ps(sa, _mm512_cvtepi32_ps(qk512_load16_epi32(sums, nj))), acc);
 }
 
-/* w4s, q4_0 (codes c = q + 8): acc - 8·sw·sa·Σa over nj (<= 16) groups, s16 = sw·sa. */
-QK_INLINE __m512 gi_goff_fma(gi_fmt f, __m512 s16, const int32_t *sums, size_t nj, __m512 acc) {
-    __m512 o = _mm512_mul_ps(_mm512_cvtepi32_ps(qk512_load16_epi32(sums, nj)), _mm512_set1_ps((float)gi_goff(f)));
-    return _mm512_fnmadd_ps(s16, o, acc);
-}
+/* The start of block b's lanes: -8·(the activations each meets) for w4s and q4_0, else 0. */
+QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b) { return gi_goff(f) ? ws->corr[b] : _mm512_setzero_si512(); }
 
 /* Bytes prefetched ahead in the table path: the block formats ran faster
  * cold further ahead (q4_0 twice GI_PF, q8_0 1.5 times), the others not. */
@@ -431,14 +433,13 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         gi_prefetch_scales(f, w, n * ng + j0);
         __m512 sa16 = qk512_load16_ps(xq->scales + j0, nj), s16 = _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j0, nj), sa16);
         if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j0, nj, sa16, xq->sums + j0, acc1);
-        if (gi_goff(f)) acc1 = gi_goff_fma(f, s16, xq->sums + j0, nj, acc1);
         __m512i idx = idx0;
         for (; b + 2 <= be; b += 2, p += 2 * bb) {
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            __m512i d0 = gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b);
-            __m512i d1 = gi_blk_dot(f, _mm512_setzero_si512(), p + bb, ws, b + 1);
+            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b), p, ws, b);
+            __m512i d1 = gi_blk_dot(f, gi_start(f, ws, b + 1), p + bb, ws, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             idx = _mm512_add_epi32(idx, step);
             acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
@@ -447,7 +448,7 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            __m512i d0 = gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b);
+            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b), p, ws, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
         }
@@ -479,11 +480,10 @@ QK_INLINE float gi_seg_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, s
             gi_prefetch_scales(f, w, n * ng + j);
             __m512 sa16 = qk512_load16_ps(xq->scales + j, nj);
             if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j, nj, sa16, xq->sums + j, acc1);
-            if (gi_goff(f)) acc1 = gi_goff_fma(f, _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j, nj), sa16), xq->sums + j, nj, acc1);
         }
         GI_PREFETCH((const char *)p + pf);
         GI_PREFETCH((const char *)p + pf + 64);
-        __m512i d = _mm512_add_epi32(gi_blk_dot(f, _mm512_setzero_si512(), p, ws, b), gi_blk_dot(f, _mm512_setzero_si512(), p + bb, ws, b + 1));
+        __m512i d = _mm512_add_epi32(gi_blk_dot(f, gi_start(f, ws, b), p, ws, b), gi_blk_dot(f, gi_start(f, ws, b + 1), p + bb, ws, b + 1));
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
         acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc0);
     }
@@ -512,16 +512,15 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            d0 = gi_blk_dot(f, d0, p, ws, b);
-            d1 = gi_blk_dot(f, d1, p + bb, ws, b + 1);
+            d0 = gi_blk_dot(f, gi_goff(f) ? _mm512_add_epi32(d0, ws->corr[b]) : d0, p, ws, b);
+            d1 = gi_blk_dot(f, gi_goff(f) ? _mm512_add_epi32(d1, ws->corr[b + 1]) : d1, p + bb, ws, b + 1);
         }
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            d0 = gi_blk_dot(f, d0, p, ws, b);
+            d0 = gi_blk_dot(f, gi_goff(f) ? _mm512_add_epi32(d0, ws->corr[b]) : d0, p, ws, b);
             b++, p += bb;
         }
-        if (gi_goff(f)) d1 = _mm512_mask_sub_epi32(d1, 1, d1, _mm512_set1_epi32(gi_goff(f) * xq->sums[j]));
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), s, acc);
     }
