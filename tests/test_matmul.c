@@ -10,8 +10,8 @@
 
 static const double U = 0x1p-24;
 
-enum { D_GAUSS, D_OUTLIER, D_EXTREME, D_KINDS };
-static const char *const dnames[D_KINDS] = {"gauss", "outlier", "extreme"};
+enum { D_GAUSS, D_OUTLIER, D_EXTREME, D_KINDS, D_CANCEL = D_KINDS };
+static const char *const dnames[D_KINDS + 1] = {"gauss", "outlier", "extreme", "cancel"};
 
 /* "extreme": every value ±1 with random signs, so every code sits at the end
  * of its range (±127, ±7, 0/15): the case that saturates a naive vpmaddubsw. */
@@ -21,6 +21,16 @@ static void fill(tu_rng *r, float *x, size_t n, int kind) {
         else if (kind == D_OUTLIER) x[i] = (float)(tu_gauss(r) * ((i % 61) == 3 ? 30.0 : 1.0));
         else x[i] = (float)tu_gauss(r);
     }
+}
+
+/* "cancel" (run on its own, not in the rotation of kinds): weights zero at
+ * even k, activations zero at odd k and large at even k, so every product
+ * q·a is 0 while the activations' sums are not: a kernel must give exactly
+ * 0 (the tolerance is 0), which an offset (codes q + 8, q + 128) taken off
+ * in f32 after the sum does not (it leaves the rounding of 8·sw·sa·Σa). */
+static void cancel_pattern(float *x, size_t rows, size_t K, size_t ld, int weights) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t k = 0; k < K; k++) x[r * ld + k] = (k % 2 == 0) == (weights != 0) ? 0.0f : x[r * ld + k] * (weights ? 1.0f : 50.0f);
 }
 
 static const qk_actquant_kernel *scalar_actquant(qk_act_rule r) {
@@ -70,7 +80,8 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
     tu_context = ctx;
 
     float *wf = malloc(N * K * sizeof(float));
-    fill(rng, wf, N * K, kind);
+    fill(rng, wf, N * K, kind == D_CANCEL ? D_GAUSS : kind);
+    if (kind == D_CANCEL) cancel_pattern(wf, N, K, K, 1);
     qk_qmat w;
     if (qk_qmat_alloc(&w, k->format, st, N, K, g) != QK_OK) {
         CHECK(0, "alloc: %s", qk_last_error());
@@ -82,6 +93,7 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
 
     float *xbuf = malloc((M * ldx + 1) * sizeof(float)), *x = xbuf + 1; /* unaligned */
     fill(rng, x, M * ldx, kind == D_EXTREME ? D_EXTREME : D_GAUSS);
+    if (kind == D_CANCEL) cancel_pattern(x, M, K, ldx, 0);
     qk_act_rule rule = qk_mode_act_rule(k->mode);
     qk_qact xq = {0};
     if (rule != QK_ACT_F32) {
@@ -192,6 +204,13 @@ int main(void) {
                 good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
                 if (blocks) break;
             }
+        }
+        /* every product zero, the activations' sums not: y must be exactly 0 */
+        for (size_t gi = 0; gi < 5; gi++) {
+            if (blocks && gi > 0) break;
+            shape c = {nM > 1 ? mr + 1 : 1, nr + 1, 512, gs[gi] ? gs[gi] : 512};
+            cases++;
+            good += run_case(k, &c, D_CANCEL, (qk_scale_type)(gi % 2) + blocks * QK_SCALE_F16, &rng);
         }
         shape tiny = {1, 1, 32, 32};
         cases++;
