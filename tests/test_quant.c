@@ -188,7 +188,8 @@ static void test_quantize_variants(tu_rng *rng) {
             if (blocks && gi > 0) break;
             for (int st = 0; st <= 1; st++) {
                 if (blocks && st == QK_SCALE_F32) continue;
-                size_t Ks[] = {32, 96, 256, 768, 4096, quick ? 512 : 16384};
+                const size_t odd = k->format == QK_W8S; /* bytes: K may be odd */
+                size_t Ks[] = {32, 96, 256, 768, 4096, quick ? 512 : 16384, 70 + odd, 1062 + odd};
                 for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++) {
                     size_t K = Ks[kk], g = groups[gi] ? groups[gi] : K;
                     if (K % g) continue;
@@ -303,7 +304,8 @@ static void test_dequantize_variants(tu_rng *rng) {
         for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
             for (int st = 0; st <= 1; st++) {
                 if (blocks && (gi > 0 || st == QK_SCALE_F32)) continue;
-                size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384};
+                const size_t odd = k->format == QK_W8S;
+                size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384, 70 + odd, 1062 + odd};
                 for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++) {
                     size_t K = Ks[kk], g = groups[gi] ? groups[gi] : K, rows = 3, ldy = K + 5;
                     if (K % g) continue;
@@ -426,7 +428,7 @@ static void test_actquant_variants(tu_rng *rng) {
         size_t checked = 0;
         for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
             if (k->rule == QK_ACT_Q8_0 && gi > 0) break;
-            size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384};
+            size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384, 71, 1063}; /* the codes are bytes: odd K too */
             for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++)
                 for (int kind = 0; kind < TU_KINDS; kind++) {
                     size_t K = Ks[kk], g = groups[gi] ? groups[gi] : K, rows = 3, ldx = K + 7;
