@@ -70,13 +70,17 @@ static void reference(const qk_qmat *w, const float *x, const qk_qact *xq, size_
     *mag = ab;
 }
 
-typedef struct shape { size_t M, N, K, g; } shape;
+/* split: the columns run in three slices at multiples of the kernel's nr
+ * (qk_matmul_run_cols, the per-thread slices of a multi-threaded run: the
+ * packed offset of a slice, a kernel starting at a row that is not 0). */
+typedef struct shape { size_t M, N, K, g; int split; } shape;
 
 static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_scale_type st, tu_rng *rng) {
     size_t M = sh->M, N = sh->N, K = sh->K, g = sh->g;
     size_t ldx = K + 3, ldy = N + 5;
     char ctx[200];
-    snprintf(ctx, sizeof ctx, "%s M=%zu N=%zu K=%zu g=%zu %s %s", k->name, M, N, K, g, st ? "f16" : "f32", dnames[kind]);
+    snprintf(ctx, sizeof ctx, "%s M=%zu N=%zu K=%zu g=%zu %s %s%s", k->name, M, N, K, g, st ? "f16" : "f32", dnames[kind],
+             sh->split ? " split" : "");
     tu_context = ctx;
 
     float *wf = malloc(N * K * sizeof(float));
@@ -105,7 +109,13 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
     qk_matmul_plan p;
     s = qk_matmul_prepare(&p, k, k->op, k->mode, &w, M);
     CHECK(s == QK_OK, "prepare: %s", qk_last_error());
-    if (s == QK_OK) {
+    if (s == QK_OK && sh->split) {
+        size_t nr = k->nr ? k->nr : 1, cut[4] = {0, nr, 2 * nr, N};
+        s = qk_matmul_quantize_acts(&p, M, x, ldx);
+        CHECK(s == QK_OK, "quantize_acts: %s", qk_last_error());
+        for (int i = 0; i < 3 && s == QK_OK; i++) qk_matmul_run_cols(&p, M, x, ldx, y, ldy, cut[i], cut[i + 1]);
+        qk_matmul_release(&p);
+    } else if (s == QK_OK) {
         s = qk_matmul_run(&p, M, x, ldx, y, ldy);
         CHECK(s == QK_OK, "run: %s", qk_last_error());
         qk_matmul_release(&p);
@@ -174,7 +184,7 @@ int main(void) {
                 size_t K = Ks[kk], g = g0 ? g0 : K;
                 for (size_t ni = 0; ni < 4; ni++)
                     for (size_t mi = 0; mi < nM; mi++) {
-                        shape sh = {Ms[mi], Ns[ni], K, g};
+                        shape sh = {Ms[mi], Ns[ni], K, g, 0};
                         if (K >= 16384 && (sh.N > 2 * nr + 3 || sh.M > mr + 1)) continue;
                         int kind = (int)((ni + mi + kk) % D_KINDS);
                         qk_scale_type st = blocks ? QK_SCALE_F16 : (qk_scale_type)((ni + kk) % 2);
@@ -184,7 +194,7 @@ int main(void) {
             }
         }
         /* int32 accumulation over K = 65536 with extreme codes; the smallest case K = g = 32, N = 1 */
-        shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256};
+        shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256, 0};
         cases++;
         good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
         /* gemm over many rows and several slices of K, g = 32, 128 and K (q4_0/q8_0: 32).
@@ -199,7 +209,7 @@ int main(void) {
             const int f32 = qk_mode_act_rule(k->mode) == QK_ACT_F32;
             const size_t M = f32 ? 131 : 71, K = f32 ? 3072 : 32768;
             for (size_t gi = 0; gi < 3; gi++) {
-                shape rows = {M, 2, K, blocks || gi == 0 ? 32 : gi == 1 ? 128 : K};
+                shape rows = {M, 2, K, blocks || gi == 0 ? 32 : gi == 1 ? 128 : K, 0};
                 cases++;
                 good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
                 if (blocks) break;
@@ -208,11 +218,18 @@ int main(void) {
         /* every product zero, the activations' sums not: y must be exactly 0 */
         for (size_t gi = 0; gi < 5; gi++) {
             if (blocks && gi > 0) break;
-            shape c = {nM > 1 ? mr + 1 : 1, nr + 1, 512, gs[gi] ? gs[gi] : 512};
+            shape c = {nM > 1 ? mr + 1 : 1, nr + 1, 512, gs[gi] ? gs[gi] : 512, 0};
             cases++;
             good += run_case(k, &c, D_CANCEL, (qk_scale_type)(gi % 2) + blocks * QK_SCALE_F16, &rng);
         }
-        shape tiny = {1, 1, 32, 32};
+        /* the columns in three slices, as threads run them */
+        for (size_t gi = 0; gi < 2; gi++) {
+            if (blocks && gi > 0) break;
+            shape c = {nM > 1 ? 2 * mr + 3 : 1, 3 * nr + 5, 1024, gi ? 128 : 32, 1};
+            cases++;
+            good += run_case(k, &c, D_GAUSS, (qk_scale_type)(gi % 2) + blocks * QK_SCALE_F16, &rng);
+        }
+        shape tiny = {1, 1, 32, 32, 0};
         cases++;
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
         printf("%-40s %d/%d shapes within the error model\n", k->name, good, cases);
