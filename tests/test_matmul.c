@@ -4,8 +4,12 @@
  * scalar reference quantizer), within an error-model tolerance:
  *     |ŷ - y| <= 2·(K + 16)·u·Σ|terms|,  u = 2^-24,
  * on shapes derived from groups and tiles: K = g, several g, 16384, 65536;
- * N and M not multiples of any tile; M = 1; row strides that are not powers of
- * two; an unaligned activation pointer; canaries around and between outputs. */
+ * per channel also K not a multiple of 32 (the kernels' K tails); N and M not
+ * multiples of any tile; M = 1; row strides that are not powers of two; an
+ * unaligned activation pointer; canaries around and between outputs. Two
+ * cases per kernel besides: "cancel" (every product zero, the tolerance 0: an
+ * offset of the codes must come off exactly) and the columns run in slices
+ * (qk_matmul_run_cols, as the threads of a multi-threaded run do). */
 #include "test_util.h"
 
 static const double U = 0x1p-24;
