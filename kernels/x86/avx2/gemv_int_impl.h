@@ -155,9 +155,6 @@ QK_INLINE __m128i gather4_fp16(const uint8_t *p, size_t stride) {
     return _mm_cvtsi64_si128((long long)h);
 }
 
-/* Code of element k of a w4 row (unsigned, as stored). */
-QK_INLINE int w4code(const uint8_t *row, size_t k) { return (row[k / 2] >> (4 * (k & 1))) & 15; }
-
 /* Σ_groups m·sa·Σqa of one w4a row from group j0 on (the offset term). */
 QK_INLINE float w4a_offset_term(const void *mins, size_t i0, qk_scale_type st, const float *sa, const int32_t *su, size_t ng) {
     __m256 acc = _mm256_setzero_ps();
@@ -254,7 +251,10 @@ QK_INLINE void int_groups(const qk_matmul_args *a, size_t n0, const int R, const
             const size_t k = chunk_dots(qa, c0, c1, R, w8, t, d);
             for (int r = 0; r < R; r++) {
                 tot[r] += qk_avx2_hsum_epi32(d[r]);
-                for (size_t i = k; i < c1; i++) tot[r] += (w8 ? (int8_t)t->w[r][i] : w4code(t->w[r], i)) * qa[i]; /* g = K only */
+                for (size_t i = k; i < c1; i++) { /* g = K only */
+                    const unsigned c = qk_row_stored(t->w[r], w8 ? QK_W8S : QK_W4S, i);
+                    tot[r] += (w8 ? (int8_t)c : (int)c) * qa[i];
+                }
             }
             c0 = c1;
         }
