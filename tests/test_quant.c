@@ -372,8 +372,15 @@ static void test_quantize_large(tu_rng *rng) {
             int same = !memcmp(a.codes, b.codes, rows * a.row_bytes) && (!sb || !memcmp(a.scales, b.scales, sb)) &&
                        (!a.mins || !memcmp(a.mins, b.mins, sb));
             CHECK(same, "%s %zux%zu g%zu: not bit-exact with the reference", k->name, rows, K, g);
+            /* in two slices of rows (qk_qmat_rows), as the threads of a multi-threaded run quantize */
+            qk_qmat c = qalloc(k->format, st, rows, K, g), lo = qk_qmat_rows(&c, 0, 171), hi = qk_qmat_rows(&c, 171, rows);
+            CHECK(qk_quantize_with(k, x, K, &lo) == QK_OK && qk_quantize_with(k, x + 171 * K, K, &hi) == QK_OK, "%s", qk_last_error());
+            same = !memcmp(a.codes, c.codes, rows * a.row_bytes) && (!sb || !memcmp(a.scales, c.scales, sb)) &&
+                   (!a.mins || !memcmp(a.mins, c.mins, sb));
+            CHECK(same, "%s %zux%zu g%zu in row slices 0..170, 171..%zu: not bit-exact with the reference", k->name, rows, K, g, rows - 1);
             qk_qmat_free(&a);
             qk_qmat_free(&b);
+            qk_qmat_free(&c);
         }
     }
     free(x);
