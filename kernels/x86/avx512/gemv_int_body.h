@@ -351,8 +351,10 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *w
             o = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8)));
         }
         ws->ae[b] = e, ws->ao[b] = o;
-        if (gi_goff(f))
-            ws->corr[b] = _mm512_sub_epi32(_mm512_setzero_si512(), qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), gi_goff(f), e), gi_goff(f), o));
+        if (gi_goff(f)) {
+            const __m512i z = _mm512_setzero_si512();
+            ws->corr[b] = _mm512_sub_epi32(z, qk_offset_dot(qk_offset_dot(z, gi_goff(f), e), gi_goff(f), o));
+        }
     }
 }
 
@@ -406,8 +408,8 @@ QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, co
     return _mm512_fmadd_ps(mv, _mm512_mul_ps(sa, _mm512_cvtepi32_ps(qk512_load16_epi32(sums, nj))), acc);
 }
 
-/* The start of block b's lanes: -8·(the activations each meets) for w4s and q4_0, else 0. */
-QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b) { return gi_goff(f) ? ws->corr[b] : _mm512_setzero_si512(); }
+/* acc plus the start of block b's lanes: -8·(the activations each meets) for w4s and q4_0, nothing else. */
+QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b, __m512i acc) { return gi_goff(f) ? _mm512_add_epi32(acc, ws->corr[b]) : acc; }
 
 /* Bytes prefetched ahead in the table path: the block formats ran faster
  * cold further ahead (q4_0 twice GI_PF, q8_0 1.5 times), the others not. */
@@ -438,8 +440,8 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b), p, ws, b);
-            __m512i d1 = gi_blk_dot(f, gi_start(f, ws, b + 1), p + bb, ws, b + 1);
+            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b, _mm512_setzero_si512()), p, ws, b);
+            __m512i d1 = gi_blk_dot(f, gi_start(f, ws, b + 1, _mm512_setzero_si512()), p + bb, ws, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             idx = _mm512_add_epi32(idx, step);
             acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
@@ -448,7 +450,7 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b), p, ws, b);
+            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b, _mm512_setzero_si512()), p, ws, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
         }
@@ -483,7 +485,8 @@ QK_INLINE float gi_seg_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, s
         }
         GI_PREFETCH((const char *)p + pf);
         GI_PREFETCH((const char *)p + pf + 64);
-        __m512i d = _mm512_add_epi32(gi_blk_dot(f, gi_start(f, ws, b), p, ws, b), gi_blk_dot(f, gi_start(f, ws, b + 1), p + bb, ws, b + 1));
+        const __m512i z = _mm512_setzero_si512();
+        __m512i d = _mm512_add_epi32(gi_blk_dot(f, gi_start(f, ws, b, z), p, ws, b), gi_blk_dot(f, gi_start(f, ws, b + 1, z), p + bb, ws, b + 1));
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
         acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc0);
     }
@@ -512,13 +515,13 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            d0 = gi_blk_dot(f, gi_goff(f) ? _mm512_add_epi32(d0, ws->corr[b]) : d0, p, ws, b);
-            d1 = gi_blk_dot(f, gi_goff(f) ? _mm512_add_epi32(d1, ws->corr[b + 1]) : d1, p + bb, ws, b + 1);
+            d0 = gi_blk_dot(f, gi_start(f, ws, b, d0), p, ws, b);
+            d1 = gi_blk_dot(f, gi_start(f, ws, b + 1, d1), p + bb, ws, b + 1);
         }
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            d0 = gi_blk_dot(f, gi_goff(f) ? _mm512_add_epi32(d0, ws->corr[b]) : d0, p, ws, b);
+            d0 = gi_blk_dot(f, gi_start(f, ws, b, d0), p, ws, b);
             b++, p += bb;
         }
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
