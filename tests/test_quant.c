@@ -188,8 +188,8 @@ static void test_quantize_variants(tu_rng *rng) {
             if (blocks && gi > 0) break;
             for (int st = 0; st <= 1; st++) {
                 if (blocks && st == QK_SCALE_F32) continue;
-                const size_t odd = k->format == QK_W8S; /* bytes: K may be odd */
-                size_t Ks[] = {32, 96, 256, 768, 4096, quick ? 512 : 16384, 70 + odd, 1062 + odd};
+                const int odd = k->format == QK_W8S;
+                size_t Ks[] = {32, 96, 256, 768, 4096, quick ? 512 : 16384, tu_tail_k(0, odd), tu_tail_k(1, odd)};
                 for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++) {
                     size_t K = Ks[kk], g = groups[gi] ? groups[gi] : K;
                     if (K % g) continue;
@@ -304,8 +304,8 @@ static void test_dequantize_variants(tu_rng *rng) {
         for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
             for (int st = 0; st <= 1; st++) {
                 if (blocks && (gi > 0 || st == QK_SCALE_F32)) continue;
-                const size_t odd = k->format == QK_W8S;
-                size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384, 70 + odd, 1062 + odd};
+                const int odd = k->format == QK_W8S;
+                size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384, tu_tail_k(0, odd), tu_tail_k(1, odd)};
                 for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++) {
                     size_t K = Ks[kk], g = groups[gi] ? groups[gi] : K, rows = 3, ldy = K + 5;
                     if (K % g) continue;
@@ -368,16 +368,12 @@ static void test_quantize_large(tu_rng *rng) {
             qk_qmat a = qalloc(k->format, st, rows, K, g), b = qalloc(k->format, st, rows, K, g);
             CHECK(qk_quantize_with(scalar_quantize(k->format), x, K, &a) == QK_OK, "%s", qk_last_error());
             CHECK(qk_quantize_with(k, x, K, &b) == QK_OK, "%s", qk_last_error());
-            size_t sb = blocks ? 0 : rows * (K / g) * sizeof(float);
-            int same = !memcmp(a.codes, b.codes, rows * a.row_bytes) && (!sb || !memcmp(a.scales, b.scales, sb)) &&
-                       (!a.mins || !memcmp(a.mins, b.mins, sb));
-            CHECK(same, "%s %zux%zu g%zu: not bit-exact with the reference", k->name, rows, K, g);
+            CHECK(same_qmat(&a, &b), "%s %zux%zu g%zu: not bit-exact with the reference", k->name, rows, K, g);
             /* in two slices of rows (qk_qmat_rows), as the threads of a multi-threaded run quantize */
             qk_qmat c = qalloc(k->format, st, rows, K, g), lo = qk_qmat_rows(&c, 0, 171), hi = qk_qmat_rows(&c, 171, rows);
             CHECK(qk_quantize_with(k, x, K, &lo) == QK_OK && qk_quantize_with(k, x + 171 * K, K, &hi) == QK_OK, "%s", qk_last_error());
-            same = !memcmp(a.codes, c.codes, rows * a.row_bytes) && (!sb || !memcmp(a.scales, c.scales, sb)) &&
-                   (!a.mins || !memcmp(a.mins, c.mins, sb));
-            CHECK(same, "%s %zux%zu g%zu in row slices 0..170, 171..%zu: not bit-exact with the reference", k->name, rows, K, g, rows - 1);
+            CHECK(same_qmat(&a, &c), "%s %zux%zu g%zu in row slices 0..170, 171..%zu: not bit-exact with the reference", k->name, rows, K, g,
+                  rows - 1);
             qk_qmat_free(&a);
             qk_qmat_free(&b);
             qk_qmat_free(&c);
@@ -435,7 +431,7 @@ static void test_actquant_variants(tu_rng *rng) {
         size_t checked = 0;
         for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
             if (k->rule == QK_ACT_Q8_0 && gi > 0) break;
-            size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384, 71, 1063}; /* the codes are bytes: odd K too */
+            size_t Ks[] = {32, 256, 1280, tu_quick() ? 512 : 16384, tu_tail_k(0, 1), tu_tail_k(1, 1)}; /* the codes are bytes */
             for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++)
                 for (int kind = 0; kind < TU_KINDS; kind++) {
                     size_t K = Ks[kk], g = groups[gi] ? groups[gi] : K, rows = 3, ldx = K + 7;

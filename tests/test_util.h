@@ -73,6 +73,11 @@ static inline uint64_t tu_seed(void) {
     return seed;
 }
 
+/* Per-channel K that is not a multiple of 32, short (i = 0) or long (i = 1):
+ * every kernel's K tail (scalar, masked, per 16, per 32). odd: the codes are
+ * bytes (w8s, the activation rules), so K may be odd; 4-bit codes need it even. */
+static inline size_t tu_tail_k(int i, int odd) { return (i ? 1062 : 70) + (odd ? 1 : 0); }
+
 /* Kinds of test data: each stresses a different part of the rules. */
 enum { TU_GAUSS, TU_UNIFORM, TU_OUTLIER, TU_TIES, TU_ZEROS, TU_TINY, TU_SMALL, TU_HUGE, TU_NEGEXT, TU_KINDS };
 static const char *const tu_kind_names[TU_KINDS] = {"gauss", "uniform", "outlier", "ties", "zeros", "tiny", "small", "huge", "negext"};
