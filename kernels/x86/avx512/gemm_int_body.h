@@ -330,6 +330,29 @@ QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }
 
+/* A tile's f32 accumulators: Y's nc (<= GM_NR) columns from n0 in mr rows
+ * from m0, zero when first; and back into Y. */
+QK_INLINE void gm_y_load(size_t mr, const qk_matmul_args *a, size_t m0, size_t n0, size_t nc, int first, __m512 accf[GM_MR][GM_NB]) {
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        const float *y = a->y + (m0 + m) * a->ldy + n0;
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            size_t c = 16 * b;
+            accf[m][b] = _mm512_setzero_ps();
+            if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
+        }
+    }
+}
+QK_INLINE void gm_y_store(size_t mr, const qk_matmul_args *a, size_t m0, size_t n0, size_t nc, __m512 accf[GM_MR][GM_NB]) {
+    GM_UNROLL for (size_t m = 0; m < mr; m++) {
+        float *y = a->y + (m0 + m) * a->ldy + n0;
+        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+            size_t c = 16 * b;
+            if (c + 16 <= nc) _mm512_storeu_ps(y + c, accf[m][b]);
+            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), accf[m][b]);
+        }
+    }
+}
+
 /* One register tile over columns [k0, k1) of K: mr (<= GM_MR) rows of X
  * from m0, nc (<= GM_NR) columns of Y from n0, added to Y (set when first).
  * [k0, k1) is whole groups, or (g > gm_slice(f)) one piece of one group, whose
@@ -344,15 +367,8 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
     int off = gm_off(f);
     const int8_t *xr[GM_MR];
     __m512 accf[GM_MR][GM_NB];
-    GM_UNROLL for (size_t m = 0; m < mr; m++) {
-        xr[m] = xq->codes + (m0 + m) * K;
-        const float *y = a->y + (m0 + m) * a->ldy + n0;
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            size_t c = 16 * b;
-            accf[m][b] = _mm512_setzero_ps();
-            if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
-        }
-    }
+    GM_UNROLL for (size_t m = 0; m < mr; m++) xr[m] = xq->codes + (m0 + m) * K;
+    gm_y_load(mr, a, m0, n0, nc, first, accf);
     for (size_t kg = k0; kg < k1;) {
         size_t j = kg / g, ke = (j + 1) * g < k1 ? (j + 1) * g : k1; /* this group's part of the slice */
         const uint8_t *gp = tp + j * gb;
@@ -385,14 +401,7 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         else gm_pf_group(pf);
         kg = ke;
     }
-    GM_UNROLL for (size_t m = 0; m < mr; m++) {
-        float *y = a->y + (m0 + m) * a->ldy + n0;
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            size_t c = 16 * b;
-            if (c + 16 <= nc) _mm512_storeu_ps(y + c, accf[m][b]);
-            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), accf[m][b]);
-        }
-    }
+    gm_y_store(mr, a, m0, n0, nc, accf);
 }
 
 /* g = 32, whole groups [j0, j0 + nj): the common case, written with plain
@@ -411,13 +420,8 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
         xr[m] = xq->codes + (m0 + m) * K + j0 * 32;
         sr[m] = xq->sums + (m0 + m) * ng + j0;
         sar[m] = xq->scales + (m0 + m) * ng + j0;
-        const float *y = a->y + (m0 + m) * a->ldy + n0;
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            size_t c = 16 * b;
-            accf[m][b] = _mm512_setzero_ps();
-            if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
-        }
     }
+    gm_y_load(mr, a, m0, n0, nc, first, accf);
     const uint8_t *gp = tp + j0 * gb;
     for (size_t j = 0; j < nj; j++, gp += gb) {
         __m512i acc[GM_MR][GM_NB];
@@ -444,14 +448,7 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
         if (GM_PF_L1) gm_pf_group_l1(pf);
         else gm_pf_group(pf);
     }
-    GM_UNROLL for (size_t m = 0; m < mr; m++) {
-        float *y = a->y + (m0 + m) * a->ldy + n0;
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            size_t c = 16 * b;
-            if (c + 16 <= nc) _mm512_storeu_ps(y + c, accf[m][b]);
-            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), accf[m][b]);
-        }
-    }
+    gm_y_store(mr, a, m0, n0, nc, accf);
 }
 
 /* Byte offset of column k of K (a step boundary) in a packed tile. */
