@@ -24,6 +24,12 @@ static inline __m512 qk512_load16_ps(const float *p, size_t n) { return n >= 16 
 static inline __m512i qk512_load16_epi32(const int32_t *p, size_t n) {
     return n >= 16 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(qk512_mask16(n), p);
 }
+/// The first n (<= 16; all when n >= 16) lanes of v to p: a tile's last
+/// columns. The counterpart of qk512_load16_ps.
+static inline void qk512_store16_ps(float *p, size_t n, __m512 v) {
+    if (n >= 16) _mm512_storeu_ps(p, v);
+    else _mm512_mask_storeu_ps(p, qk512_mask16(n), v);
+}
 static inline __m512 qk512_load16_ph(const uint16_t *p, size_t n) {
     return _mm512_cvtph_ps(n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(qk512_mask16(n), p));
 }

@@ -238,8 +238,7 @@ QK_INLINE void ga_tile(ga_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         float *y = a->y + (m0 + m) * a->ldy + n0;
         GA_UNROLL for (size_t b = 0; b < GA_NB; b++) {
             size_t c = 16 * b;
-            if (c + 16 <= nc) _mm512_storeu_ps(y + c, acc[m][b]);
-            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), acc[m][b]);
+            if (c < nc) qk512_store16_ps(y + c, nc - c, acc[m][b]);
         }
     }
 }

@@ -347,8 +347,7 @@ QK_INLINE void gm_y_store(size_t mr, const qk_matmul_args *a, size_t m0, size_t 
         float *y = a->y + (m0 + m) * a->ldy + n0;
         GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
             size_t c = 16 * b;
-            if (c + 16 <= nc) _mm512_storeu_ps(y + c, accf[m][b]);
-            else if (c < nc) _mm512_mask_storeu_ps(y + c, qk512_mask16(nc - c), accf[m][b]);
+            if (c < nc) qk512_store16_ps(y + c, nc - c, accf[m][b]);
         }
     }
 }
