@@ -5,7 +5,8 @@ bold where the cell misses. Every number is copied from, or is a ratio of two
 numbers in, the files qkbench wrote (results.json, machine.json); nothing is
 measured here.
 
-  tools/speed_targets.py [--decode DIR] [--prefill DIR] [--convert DIR ...]
+  tools/speed_targets.py [--decode DIR] [--prefill DIR] [--convert DIR ...] [--replaced TEXT ...]
+  tools/speed_targets.py --check-core DIR
 
 Decode (gemv, M = 1, cold): the best SIMD variant of W4A8, W8A8 and W4A32 per
 format, g, shape and threads; the cell is its rate against a plain read of the
@@ -23,6 +24,12 @@ where the row has it, against a read of their own cached buffers between its
 calls (50% each).
 Each run's own DRAM and core checks (what the host gave during it) head its
 table: a cell from a slow spell misses for the host, not only the kernel.
+--replaced lists, under the title, the runs that speed_targets.sh made again.
+
+--check-core DIR prints the run's worst core figure as a percentage of the
+probe's, and which (e.g. "67 int8 dot"; "100 -" for a run without a core
+check), and exits 1 when it is under 90%: the rule by which summary.md says
+"this run met a slow core". speed_targets.sh runs such a run again.
 """
 import argparse
 import json
@@ -66,6 +73,29 @@ def header(d, res):
                    "L2 read %.0f / %.0f GB/s" % (cr["tier"], cr["before_i8_gops"], cr["after_i8_gops"], cr["before_f32_gflops"],
                                                  cr["after_f32_gflops"], cr["before_l2_gbps"], cr["after_l2_gbps"]))
     return out + [""]
+
+
+SLOW_CORE = 0.9  # bench/rows.c core_line: a figure under 90% of the probe's
+
+
+def core_check(d):
+    """The run's worst core figure before / after its cases against the probe it was held
+    to (as bench/rows.c core_line): (ratio, what); (1.0, "-") without a core check."""
+    cr = load(d, "results.json").get("core_during_run")
+    if not cr:
+        return 1.0, "-"
+    probe = load(d, "machine.json")["probe"]
+    peak = {p["tier"]: p for p in probe["peaks"]}.get(cr["tier"], {})
+    l2 = [l["read_gbps_1t"] for l in probe.get("levels", []) if l["name"] == "L2"]
+    ref = (("int8 dot", "i8_gops", peak.get("i8_gops_1t", 0)), ("f32 FMA", "f32_gflops", peak.get("f32_gflops_1t", 0)),
+           ("L2 read", "l2_gbps", l2[0] if l2 else 0))
+    worst, what = 1.0, "-"
+    for name, key, v in ref:
+        for when in ("before", "after"):
+            x = cr.get(when + "_" + key, 0)
+            if v > 0 and x > 0 and x / v < worst:
+                worst, what = x / v, name
+    return worst, what
 
 
 def gname(r):
@@ -183,10 +213,23 @@ def main():
     ap.add_argument("--decode")
     ap.add_argument("--prefill")
     ap.add_argument("--convert", action="append", default=[])
+    ap.add_argument("--replaced", action="append", default=[], help="a run made again, and why (listed under the title)")
+    ap.add_argument("--check-core", metavar="DIR", help="exit 1 when the run in DIR met a slow core")
     a = ap.parse_args()
+    if a.check_core:
+        try:
+            worst, what = core_check(a.check_core)
+        except (OSError, ValueError, KeyError) as e:
+            print("speed_targets.py: cannot read the results: %s" % e, file=sys.stderr)
+            return 2
+        print("%d %s" % (round(100 * worst), what))
+        return 0 if worst >= SLOW_CORE else 1
     if not (a.decode or a.prefill or a.convert):
         ap.error("name at least one results folder")
     t, out = Tally(), ["## Speed targets (DESIGN §7)", ""]
+    if a.replaced:
+        out += ["Runs made again because their own core check found a slow core (a figure under %d%% of the probe's):"
+                % round(100 * SLOW_CORE), ""] + ["- %s" % r for r in a.replaced] + [""]
     try:
         if a.decode:
             out += decode(a.decode, t)

@@ -691,6 +691,55 @@ def t_targets(q):
                        stderr=subprocess.PIPE, text=True)
     check(p.returncode == 2 and "cannot read the results" in p.stderr, "a missing folder: exit %d, %r" % (p.returncode, p.stderr))
 
+    # --check-core: the rule of summary.md's slow-core warning (a figure under 90% of the probe's)
+    for d, rc, text in ((pre, 1, "82 int8 dot"), (dec, 0, "100 -")):
+        p = subprocess.run([sys.executable, tool, "--check-core", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(p.returncode == rc and p.stdout.strip() == text,
+              "--check-core %s: exit %d, %r (want %d, %r)" % (os.path.basename(d), p.returncode, p.stdout, rc, text))
+
+    # tools/speed_targets.sh with a stand-in qkbench that names prepared folders in turn: a run that
+    # met a slow core is made again, the first one that did not is kept; when every try is slow, the
+    # least slow is kept; each run made again is listed in speed_targets.md, written beside the prefill run.
+    def core(i8):
+        return {"tier": "avx512vnni", "before_i8_gops": 780, "after_i8_gops": i8, "before_f32_gflops": 200,
+                "after_f32_gflops": 200, "before_l2_gbps": 0, "after_l2_gbps": 0}
+    pre_ok = folder("pre-ok", [row("gemm", "W4A8", "w4s", 32, 64, 4096, 4096, "avx512vnni", gops=480.0)], core=core(760))
+    convs = [folder("conv-slow%d" % i, [row("quantize", "", "w4s", 32, 1, 16, 4096, "avx512", roofline=0.49)], core=core(v))
+             for i, v in ((1, 468), (2, 663), (3, 546))]  # 60%, 85%, 70% of the 780 GOP/s probe
+    order = [dec, pre, pre_ok] + convs
+    state = os.path.join(base, "fake")
+    os.makedirs(state)
+    with open(os.path.join(state, "folders"), "w") as f:
+        f.write("\n".join(order) + "\n")
+    fake = os.path.join(state, "qkbench")
+    with open(fake, "w") as f:
+        f.write('#!/bin/sh\nn=$(cat "%s/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n >"%s/n"\n'
+                'echo "$*" >>"%s/args"\necho "results: $(sed -n "${n}p" "%s/folders")"\n' % ((state,) * 4))
+    os.chmod(fake, 0o755)
+    script = os.path.join(os.path.dirname(tool), "speed_targets.sh")
+    env = dict(os.environ, QKBENCH=fake, QK_TARGET_TRIES="3")
+    p = subprocess.run(["bash", script, "--reps", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if not check(p.returncode == 0, "speed_targets.sh exit %d: %s" % (p.returncode, p.stderr[-500:])):
+        return
+    with open(os.path.join(state, "args")) as f:
+        calls = f.read().splitlines()
+    check(len(calls) == 6 and all(c.startswith("bench --quiet ") and c.endswith(" --reps 1") for c in calls),
+          "want 6 runs (decode once, prefill twice, convert three times), each with the extra arguments: %s" % calls)
+    md = os.path.join(pre_ok, "speed_targets.md")
+    if check(os.path.exists(md), "no speed_targets.md beside the kept prefill run (%s)" % os.listdir(pre_ok)):
+        with open(md) as f:
+            text = f.read()
+        for want in ("- prefill: `pre`, int8 dot at 82% of the probe's", "- convert: `conv-slow1`, int8 dot at 60% of the probe's",
+                     "- convert: every run met a slow core; the tables use the least slow, `conv-slow2`",
+                     "Run `pre-ok`", "Run `conv-slow2`", "Run `dec`"):
+            check(want in text, "speed_targets.md lacks %r:\n%s" % (want, text))
+        check("Run `pre`" not in text and "Run `conv-slow1`" not in text, "a replaced run's table is in:\n%s" % text)
+    check(not os.path.exists(os.path.join(pre, "speed_targets.md")), "speed_targets.md written beside the slow prefill run")
+    for bad in ("0", "x"):
+        p = subprocess.run(["bash", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(env, QK_TARGET_TRIES=bad))
+        check(p.returncode == 2 and "QK_TARGET_TRIES" in p.stderr, "QK_TARGET_TRIES=%s: exit %d, %r" % (bad, p.returncode, p.stderr))
+
 
 def pairs_run(q, name, *args):
     """A short warm run at g = 32 for the pair tests (skipped under an emulator, whose timings
