@@ -12,10 +12,11 @@
 # warm conversions from L2 likewise: of the probe's L2 and of a read of their cached buffers.
 # Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
 # missed), also written to speed_targets.md in the prefill folder.
-# A run whose own core check found a slow core (a figure under 90% of the probe's: its
-# summary.md says "this run met a slow core"; the warm rows' fractions are against the probe)
-# is run again, up to QK_TARGET_TRIES runs in all (default 3); the tables use the first run
-# that is not slow, or else the least slow, and list the runs made again. Their folders stay.
+# A run that met a slow core (its core check before or after its cases, or the peak loop
+# beside a quarter of its warm rows' calls, under 90% of the probe's: its summary.md says
+# "this run met a slow core"; the warm rows' fractions are against the probe) is run again,
+# up to QK_TARGET_TRIES runs in all (default 3); the tables use the first run that is not
+# slow, or else the least slow, and list the runs made again. Their folders stay.
 # Build first (tools/run.sh builds the release preset); QKBENCH names another binary. Extra
 # arguments go to every run (e.g. --reps 3, --results DIR). Takes about 20 minutes on 2 cores
 # (19 on f2e8e8a46b), more for each run made again.
@@ -26,8 +27,14 @@ tries=${QK_TARGET_TRIES:-3}
 [[ $tries =~ ^[1-9][0-9]*$ ]] || { echo "speed_targets: QK_TARGET_TRIES must be a whole number >= 1, not '$tries'" >&2; exit 2; }
 [ -x "$q" ] || { echo "speed_targets: build first (cmake --preset release && cmake --build --preset release)" >&2; exit 2; }
 simd='__(avx2|avxvnni|avx512|avx512vnni)$'
-# each run names its folder ("results: DIR"); the last step reads the three
-run() { "$q" bench --quiet "$@" | tee /dev/stderr | sed -n 's/^results: //p' | tail -n 1; }
+# each run names its folder ("results: DIR"), shown on stderr too; the last step reads the
+# three. (Not `tee /dev/stderr`: that reopens a redirected stderr's file, truncating the log.)
+run() {
+  local out
+  out=$("$q" bench --quiet "$@") || return 1
+  printf '%s\n' "$out" >&2
+  printf '%s\n' "$out" | sed -n 's/^results: //p' | tail -n 1
+}
 replaced=()
 # run_kept KIND ARGS...: run, and again while the run met a slow core; the folder kept in $kept
 run_kept() {
