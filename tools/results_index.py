@@ -3,13 +3,17 @@
 machine, newest first, from each folder's own results.json and machine.json
 (the command that made it, the commit, the probe it was held against, and the
 DRAM read and one core's limits the run measured itself before and after its cases). No number in
-the index is computed here; each is copied from the files qkbench wrote.
+the index is computed here but one: a run that met a slow core (summary.md's rule, as
+tools/speed_targets.py --check-core applies it) is marked with its worst figure against the probe.
 
   tools/results_index.py [RESULTS_DIR]      (default: results/ beside tools/)
 """
+import argparse
 import json
 import os
 import sys
+
+from speed_targets import SLOW_CORE, core_check
 
 
 def load(path):
@@ -34,7 +38,12 @@ def probe_line(m):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir", nargs="?", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results"))
+    root = ap.parse_args().results_dir
+    if not os.path.isdir(root):
+        print("results_index.py: %s is not a results folder" % root, file=sys.stderr)
+        return 2
     out = ["# Results index", "",
            "Every run folder under `results/`, per machine, newest first: the command that made it, the",
            "commit it ran, and the probe (`machine.json`) its fractions are held to. Each folder's",
@@ -64,13 +73,20 @@ def main():
                     cr.get("tier", "?"), cr.get("before_i8_gops", 0), cr.get("after_i8_gops", 0), cr.get("before_f32_gflops", 0),
                     cr.get("after_f32_gflops", 0), cr.get("before_l2_gbps", 0), cr.get("after_l2_gbps", 0))
             state = "" if r.get("complete", True) else " (incomplete)"
+            try:
+                worst, what = core_check(os.path.join(mdir, d))
+                if worst < SLOW_CORE:
+                    state += " (met a slow core: %s at %.0f%% of the probe's)" % (what, 100 * worst)
+            except (OSError, ValueError, KeyError):
+                pass
             out.append("| [%s](%s/%s/summary.md)%s | `%s` | %s | %s | %s |" % (
                 d, machine, d, state, r.get("command", "?").replace("|", "\\|"), during, core,
                 probe_line(load(os.path.join(mdir, d, "machine.json")))))
         out.append("")
     with open(os.path.join(root, "README.md"), "w") as f:
         f.write("\n".join(out))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -737,6 +737,21 @@ def t_targets(q):
         check(p.returncode == rc and p.stdout.strip() == text,
               "--check-core %s: exit %d, %r (want %d, %r)" % (os.path.basename(d), p.returncode, p.stdout, rc, text))
 
+    # tools/results_index.py marks a run that met a slow core (the same rule) in the index it writes
+    index = os.path.join(os.path.dirname(tool), "results_index.py")
+    root = os.path.join(base, "index-root")
+    for d in (spell, calm):
+        shutil.copytree(d, os.path.join(root, "m1", os.path.basename(d)))
+    p = subprocess.run([sys.executable, index, root], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check(p.returncode == 0, "results_index.py exit %d: %s" % (p.returncode, p.stderr[-300:])):
+        with open(os.path.join(root, "README.md")) as f:
+            lines = {l.split("]")[0].lstrip("| ["): l for l in f.read().splitlines() if l.startswith("| [")}
+        check("met a slow core: the peak loop beside a quarter of the rows at 77%" in lines.get("spell", "")
+              and "slow core" not in lines.get("calm", "x"), "the index's slow-core marks: %s" % lines)
+    for bad in ([os.path.join(base, "missing")], ["--nope"]):
+        p = subprocess.run([sys.executable, index] + bad, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(p.returncode == 2 and p.stderr.strip(), "results_index.py %s: exit %d, %r" % (bad, p.returncode, p.stderr))
+
     # tools/speed_targets.sh with a stand-in qkbench that names prepared folders in turn: a run that
     # met a slow core is made again, the first one that did not is kept; when every try is slow, the
     # least slow is kept; each run made again is listed in speed_targets.md, written beside the prefill run.
