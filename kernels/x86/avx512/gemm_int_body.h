@@ -330,36 +330,56 @@ QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }
 
-/* A tile's f32 accumulators: Y's nc (<= GM_NR) columns from n0 in mr rows
- * from m0, zero when first; and back into Y. */
-QK_INLINE void gm_y_load(size_t mr, const qk_matmul_args *a, size_t m0, size_t n0, size_t nc, int first, __m512 accf[GM_MR][GM_NB]) {
-    GM_UNROLL for (size_t m = 0; m < mr; m++) {
-        const float *y = a->y + (m0 + m) * a->ldy + n0;
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            size_t c = 16 * b;
-            accf[m][b] = _mm512_setzero_ps();
-            if (!first && c < nc) accf[m][b] = qk512_load16_ps(y + c, nc - c);
-        }
+/* Where a tile's f32 sums are kept from one K slice to the next: in Y, or,
+ * when the run has one, in a scratch block of the row block's rows × GM_NR
+ * floats (scr, row r at (r - r0)·GM_NR), which only the last slice leaves
+ * for Y. Y's rows are N floats apart, often a multiple of 4 KiB, so a tile's
+ * 12 lines of Y share a few L1 sets with each other and with the weights;
+ * the scratch rows are contiguous. The int8 kernels fell off with K at the
+ * same N (W8A8 g = 128 64x480xK, qkbench: K = 512 80%, 2048 75%, 14336 70%
+ * of the probe) while keeping weights and activations in L1 changed nothing,
+ * and Y written only at the end (wrong sums, timing only) took 64x480x14336
+ * from 715 to 760 GOP/s. With the scratch, qk_matmul_run_cols alone (best of
+ * 4, alternated): W8A8 64x4096x14336 g = 128 667 -> 698, g = 32 525 -> 588,
+ * 512x4096x14336 g = 128 661 -> 708 GOP/s; W4A8 (slices twice as long) +1..4%;
+ * qkbench A/B of the prefill shapes (3 rounds): W8A8 new/old time 0.94-0.99,
+ * W4A8 0.96-1.03. */
+typedef struct {
+    int first, last; /* the slice starts at k = 0 / ends at k = K */
+    float *scr;
+    size_t r0;
+} gm_io;
+
+/* A tile's f32 accumulators (mr rows from m0, nc <= GM_NR columns from n0),
+ * zero when first; and back. */
+QK_INLINE void gm_y_load(size_t mr, const qk_matmul_args *a, gm_io io, size_t m0, size_t n0, size_t nc, __m512 accf[GM_MR][GM_NB]) {
+    const float *p = io.scr ? io.scr + (m0 - io.r0) * GM_NR : a->y + m0 * a->ldy + n0;
+    size_t ld = io.scr ? GM_NR : a->ldy;
+    GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+        size_t c = 16 * b;
+        accf[m][b] = _mm512_setzero_ps();
+        if (!io.first && c < nc) accf[m][b] = qk512_load16_ps(p + m * ld + c, nc - c);
     }
 }
-QK_INLINE void gm_y_store(size_t mr, const qk_matmul_args *a, size_t m0, size_t n0, size_t nc, __m512 accf[GM_MR][GM_NB]) {
-    GM_UNROLL for (size_t m = 0; m < mr; m++) {
-        float *y = a->y + (m0 + m) * a->ldy + n0;
-        GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
-            size_t c = 16 * b;
-            if (c < nc) qk512_store16_ps(y + c, nc - c, accf[m][b]);
-        }
+QK_INLINE void gm_y_store(size_t mr, const qk_matmul_args *a, gm_io io, size_t m0, size_t n0, size_t nc, __m512 accf[GM_MR][GM_NB]) {
+    int y = io.last || !io.scr;
+    float *p = y ? a->y + m0 * a->ldy + n0 : io.scr + (m0 - io.r0) * GM_NR;
+    size_t ld = y ? a->ldy : GM_NR;
+    GM_UNROLL for (size_t m = 0; m < mr; m++) GM_UNROLL for (size_t b = 0; b < GM_NB; b++) {
+        size_t c = 16 * b;
+        if (c < nc) qk512_store16_ps(p + m * ld + c, nc - c, accf[m][b]);
     }
 }
 
 /* One register tile over columns [k0, k1) of K: mr (<= GM_MR) rows of X
- * from m0, nc (<= GM_NR) columns of Y from n0, added to Y (set when first).
+ * from m0, nc (<= GM_NR) columns of Y from n0, added to the sums of the
+ * slices before (gm_io).
  * [k0, k1) is whole groups, or (g > gm_slice(f)) one piece of one group, whose
  * Σa per row is ps[m·pst] (gm_piece_sums) or, when ps is NULL, made here. The
  * f32 accumulators live in memory (updated once per group), so the int32
  * ones, the weights and the broadcast fit the 32 registers. */
 QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
-                       size_t k0, size_t k1, int first, gm_pf *pf, const int32_t *ps, size_t pst) {
+                       size_t k0, size_t k1, gm_io io, gm_pf *pf, const int32_t *ps, size_t pst) {
     const qk_qact *xq = a->xq;
     size_t K = a->K, g = a->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
     size_t gb = gm_group_bytes(f, g);
@@ -367,7 +387,7 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
     const int8_t *xr[GM_MR];
     __m512 accf[GM_MR][GM_NB];
     GM_UNROLL for (size_t m = 0; m < mr; m++) xr[m] = xq->codes + (m0 + m) * K;
-    gm_y_load(mr, a, m0, n0, nc, first, accf);
+    gm_y_load(mr, a, io, m0, n0, nc, accf);
     for (size_t kg = k0; kg < k1;) {
         size_t j = kg / g, ke = (j + 1) * g < k1 ? (j + 1) * g : k1; /* this group's part of the slice */
         const uint8_t *gp = tp + j * gb;
@@ -400,13 +420,13 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         else gm_pf_group(pf);
         kg = ke;
     }
-    gm_y_store(mr, a, m0, n0, nc, accf);
+    gm_y_store(mr, a, io, m0, n0, nc, accf);
 }
 
 /* g = 32, whole groups [j0, j0 + nj): the common case, written with plain
  * pointer walks so the group loop stays small. */
 QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0, size_t nc,
-                         size_t j0, size_t nj, int first, gm_pf *pf) {
+                         size_t j0, size_t nj, gm_io io, gm_pf *pf) {
     const qk_qact *xq = a->xq;
     size_t K = a->K, ng = K / 32;
     const size_t gb = gm_group_bytes(f, 32), steps = 32 / gm_kstep(f);
@@ -420,7 +440,7 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
         sr[m] = xq->sums + (m0 + m) * ng + j0;
         sar[m] = xq->scales + (m0 + m) * ng + j0;
     }
-    gm_y_load(mr, a, m0, n0, nc, first, accf);
+    gm_y_load(mr, a, io, m0, n0, nc, accf);
     const uint8_t *gp = tp + j0 * gb;
     for (size_t j = 0; j < nj; j++, gp += gb) {
         __m512i acc[GM_MR][GM_NB];
@@ -447,7 +467,7 @@ QK_INLINE void gm_tile32(gm_fmt f, size_t mr, const qk_matmul_args *a, const uin
         if (GM_PF_L1) gm_pf_group_l1(pf);
         else gm_pf_group(pf);
     }
-    gm_y_store(mr, a, m0, n0, nc, accf);
+    gm_y_store(mr, a, io, m0, n0, nc, accf);
 }
 
 /* Byte offset of column k of K (a step boundary) in a packed tile. */
@@ -497,12 +517,14 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     const uint8_t *wend = wp + ntiles * tb;
     size_t npc;
     int32_t *ps = gm_piece_sums(f, a, r0, r1, &npc);
+    /* NULL (the sums then stay in Y) when K is one slice, or out of memory */
+    float *scr = gm_slice_end(f, g, K, 0) < K ? aligned_alloc(64, (r1 - r0) * GM_NR * sizeof(float)) : NULL;
     for (size_t n0 = 0; n0 < a->N; n0 += GM_NR) {
         const uint8_t *tp = wp + n0 / GM_NR * tb;
         size_t nc = a->N - n0 < GM_NR ? a->N - n0 : GM_NR;
         for (size_t k0 = 0, k1, p = 0; k0 < K; k0 = k1, p++) {
             k1 = gm_slice_end(f, g, K, k0);
-            int first = k0 == 0;
+            gm_io io = {k0 == 0, k1 == K, scr, r0};
             /* the next slice: as many bytes as this one, right after it */
             size_t sb = (k1 == K ? tb : gm_koff(f, g, k1)) - gm_koff(f, g, k0), lines = (sb + 63) / 64;
             size_t ngr = g <= gm_slice(f) ? (k1 - k0) / g : 1, per = (lines + nmt * ngr - 1) / (nmt * ngr);
@@ -511,27 +533,28 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
             size_t m0 = r0;
             if (g == 32) {
                 size_t j0 = k0 / 32, nj = (k1 - k0) / 32;
-                for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, first, &pf);
+                for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile32(f, GM_MR, a, tp, m0, n0, nc, j0, nj, io, &pf);
                 switch (r1 - m0) {
-                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
-                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
-                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, first, &pf); break;
+                case 3: gm_tile32(f, 3, a, tp, m0, n0, nc, j0, nj, io, &pf); break;
+                case 2: gm_tile32(f, 2, a, tp, m0, n0, nc, j0, nj, io, &pf); break;
+                case 1: gm_tile32(f, 1, a, tp, m0, n0, nc, j0, nj, io, &pf); break;
                 default: break;
                 }
                 continue;
             }
 #define GM_PS(m0) (ps ? ps + ((m0) - r0) * npc + p : NULL), npc
-            for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0));
+            for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile(f, GM_MR, a, tp, m0, n0, nc, k0, k1, io, &pf, GM_PS(m0));
             switch (r1 - m0) {
-            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0)); break;
-            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0)); break;
-            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, first, &pf, GM_PS(m0)); break;
+            case 3: gm_tile(f, 3, a, tp, m0, n0, nc, k0, k1, io, &pf, GM_PS(m0)); break;
+            case 2: gm_tile(f, 2, a, tp, m0, n0, nc, k0, k1, io, &pf, GM_PS(m0)); break;
+            case 1: gm_tile(f, 1, a, tp, m0, n0, nc, k0, k1, io, &pf, GM_PS(m0)); break;
             default: break;
             }
 #undef GM_PS
         }
     }
     free(ps);
+    free(scr);
 }
 
 /* X in blocks of rows of about GM_ROW_BLOCK_BYTES of int8 codes, each block
