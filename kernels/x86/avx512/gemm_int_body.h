@@ -471,6 +471,14 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
     gm_y_store(mr, a, io, m0, n0, nc, accf);
 }
 
+/* The group sizes that take gm_tileg (else gm_tile). The avx512 tier
+ * (GM_I16) keeps gm_tile for g = 64..256: its dot needs more registers
+ * (the int16 partial sums, or gm_dot8's magnitudes and signs), and with g a
+ * constant and the group's steps unrolled, its tile ran 1.9-2.1x slower for
+ * 4-bit weights (W4A8 g = 64..256, 512x14336x4096 and 64x4096x14336) and
+ * 4-9% slower for W8A8 than with gm_tile's loop (qkbench A/B, 3 rounds). */
+#define GM_WHOLE_G(g) ((g) == 32 || (!GM_I16 && ((g) == 64 || (g) == 128 || (g) == 256)))
+
 /* gm_tileg with g as a constant: each of the four group sizes gets its own
  * loop, fully unrolled over the group's steps. The loop of gm_tile, with g
  * a variable, took 1.15x (g = 128) and 1.2x (g = 64) the time of these for
@@ -478,7 +486,7 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
  * avx512vnni: 667 -> 762 and 585 -> 700 GOP/s). */
 QK_INLINE void gm_tile_whole(gm_fmt f, size_t mr, size_t g, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0,
                              size_t nc, size_t j0, size_t nj, gm_io io, gm_pf *pf) {
-    switch (g) {
+    switch (GM_I16 ? 32 : g) { /* GM_WHOLE_G: the avx512 tier comes here with g = 32 only */
     case 32: gm_tileg(f, mr, 32, a, tp, m0, n0, nc, j0, nj, io, pf); break;
     case 64: gm_tileg(f, mr, 64, a, tp, m0, n0, nc, j0, nj, io, pf); break;
     case 128: gm_tileg(f, mr, 128, a, tp, m0, n0, nc, j0, nj, io, pf); break;
@@ -547,7 +555,7 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
             const uint8_t *nx = k1 == K ? tp + tb : tp + gm_koff(f, g, k1);
             gm_pf pf = {nx, (size_t)(wend - nx) < sb ? wend : nx + sb, per};
             size_t m0 = r0;
-            if (g == 32 || g == 64 || g == 128 || g == 256) { /* whole groups, each within the slice */
+            if (GM_WHOLE_G(g)) { /* whole groups, each within the slice */
                 size_t j0 = k0 / g, nj = (k1 - k0) / g;
                 for (; m0 + GM_MR <= r1; m0 += GM_MR) gm_tile_whole(f, GM_MR, g, a, tp, m0, n0, nc, j0, nj, io, &pf);
                 switch (r1 - m0) {
