@@ -474,9 +474,10 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
 /* The group sizes that take gm_tileg (else gm_tile). The avx512 tier
  * (GM_I16) keeps gm_tile for g = 64..256: its dot needs more registers
  * (the int16 partial sums, or gm_dot8's magnitudes and signs), and with g a
- * constant and the group's steps unrolled, its tile ran 1.9-2.1x slower for
+ * constant and the group's steps unrolled, its tile ran 1.85-2.06x slower for
  * 4-bit weights (W4A8 g = 64..256, 512x14336x4096 and 64x4096x14336) and
- * 4-9% slower for W8A8 than with gm_tile's loop (qkbench A/B, 3 rounds). */
+ * 1.02-1.09x slower for W8A8 than with gm_tile's loop (qkbench A/B of the
+ * builds before and after, 3 rounds). */
 #define GM_WHOLE_G(g) ((g) == 32 || (!GM_I16 && ((g) == 64 || (g) == 128 || (g) == 256)))
 
 /* gm_tileg with g as a constant: each of the four group sizes gets its own
