@@ -33,6 +33,15 @@ static size_t scale_bytes(const qk_qmat *m) {
     return m->rows * (m->cols / m->group) * (m->scale_type == QK_SCALE_F16 ? 2 : 4);
 }
 
+/* Group j of row r (codes, scale and offset) is the same in a and b. */
+static int same_group(const qk_qmat *a, const qk_qmat *b, size_t r, size_t j) {
+    size_t gb = qk_row_bytes(a->format, a->group), sb = a->scale_type == QK_SCALE_F16 ? 2 : 4, G = r * (a->cols / a->group) + j;
+    if (memcmp(a->codes + r * a->row_bytes + j * gb, b->codes + r * b->row_bytes + j * gb, gb)) return 0;
+    if (a->scales && memcmp((const uint8_t *)a->scales + G * sb, (const uint8_t *)b->scales + G * sb, sb)) return 0;
+    if (a->mins && memcmp((const uint8_t *)a->mins + G * sb, (const uint8_t *)b->mins + G * sb, sb)) return 0;
+    return 1;
+}
+
 static int same_qmat(const qk_qmat *a, const qk_qmat *b) {
     if (memcmp(a->codes, b->codes, a->rows * a->row_bytes)) return 0;
     if (a->scales && memcmp(a->scales, b->scales, scale_bytes(a))) return 0;
@@ -279,6 +288,15 @@ static void test_nonfinite(void) {
                     char want[64];
                     snprintf(want, sizeof want, "row %zu, column %zu", pos / K, pos % K);
                     CHECK(strstr(qk_last_error(), want) != NULL, "%s g%zu: message '%s' does not name %s", k->name, g, qk_last_error(), want);
+                    /* every other group of the chunk and the matrix is still quantized as the reference does */
+                    qk_qmat mr = qalloc(k->format, m.scale_type, rows, K, g);
+                    qk_quantize_with(scalar_quantize(k->format), xm, K, &mr);
+                    size_t bad_g = (pos % K) / g, diff = 0;
+                    for (size_t r = 0; r < rows; r++)
+                        for (size_t j = 0; j < K / g; j++)
+                            if ((r != pos / K || j != bad_g) && !same_group(&m, &mr, r, j)) diff++;
+                    CHECK(diff == 0, "%s g%zu: %g at %zu: %zu finite groups differ from the reference", k->name, g, (double)bad_vals[b], pos, diff);
+                    qk_qmat_free(&mr);
                     qk_qmat_free(&m);
                 }
             free(xm);

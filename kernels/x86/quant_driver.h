@@ -41,6 +41,10 @@
  *   QD_BLOCK_SPLIT            (defined) q4_0/q8_0 split pass 1 as QD_W4A_SPLIT does, with
  *                             block_part(p, n, q4) -> block_part_t and
  *                             block_finish(part, p, n, q4, ids, hs, bad) -> qd_mask (as block_stats)
+ *   QD_BLOCK_AT               (defined) q4_0/q8_0 inputs that fit a cache take blocks_at, with
+ *                             block_stats_at(b, q4, ids, hs, bad) -> qd_mask (pass 1 of the CHUNK
+ *                             blocks from b on, as block_stats) and
+ *                             block_emit_at(b, q4, dst, B0, ids, hs, live) (pass 2, as block_emit)
  * and, with QD_ACT (activation quantization, qk_qact):
  *   act_stats(p, g, qmax, q8_0, out, G0, ids, bad) -> int pass 1, fixed g; 0 on NaN/Inf
  *   act_emit(p, g, out, G0, ids)                          pass 2, fixed g
@@ -307,6 +311,58 @@ QK_INLINE int quantize_w4a(const float *x, size_t ldx, const qk_qmat *out) {
     return bad;
 }
 
+#ifdef QD_BLOCK_AT
+/* q4_0 / q8_0 inputs of at most QD_BLOCK_AT_MAX_BYTES whose rows hold whole
+ * chunks: each chunk addressed from its base (block_stats_at, block_emit_at:
+ * loads at fixed offsets, no pointer array), pass 1 of chunk c+1 in one
+ * piece before pass 2 of chunk c, in a function of its own (inlined into
+ * quantize_blocks with its other loops the same code gained nothing).
+ * Against the loop below, avx512, a harness over qk_quantize (the best of 5
+ * alternated runs, ns per 64 values): 16x4096 (L2) q8_0 3.79 -> 3.44, q4_0
+ * 4.53 -> 3.91; 2x4096 (L1) q8_0 4.06 -> 3.65, q4_0 4.62 -> 4.41; 128x4096
+ * (2 MiB) q8_0 4.70 -> 3.96, q4_0 5.31 -> 4.87. At 4 MiB (L3) an earlier
+ * form was 3-10% slower than the loop below, whose pass 1 two chunks ahead
+ * suits inputs that come from memory. */
+#define QD_BLOCK_AT_MAX_BYTES ((size_t)2 << 20)
+QK_INLINE int blocks_at(const float *x, size_t ldx, size_t nb, size_t nch, const qk_qmat *out, int q4) {
+    float ids[2][CHUNK];
+    uint16_t hs[2][CHUNK];
+    qd_mask live[2];
+    int bad = 0;
+    const size_t cpr = nb / CHUNK; /* chunks per row */
+    const float *row = x, *cur = x;
+    const size_t chunk_bytes = CHUNK * (q4 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES);
+    uint8_t *dst = out->codes;
+    size_t j = 0; /* the next chunk to read: row + j·CHUNK blocks */
+#define QD_AT_ADVANCE()                                                                                                           \
+    do {                                                                                                                          \
+        if (++j == cpr) j = 0, row += ldx;                                                                                        \
+    } while (0)
+    QD_AT_ADVANCE();
+    live[0] = block_stats_at(cur, q4, ids[0], hs[0], &bad);
+    for (size_t c = 0; c < nch; c++) {
+        size_t now = c & 1, nxt = now ^ 1;
+        const float *next = row + j * CHUNK * 32;
+        if (c + 1 < nch) {
+            live[nxt] = block_stats_at(next, q4, ids[nxt], hs[nxt], &bad);
+            QD_AT_ADVANCE();
+        }
+        if (live[now] == QD_FULL) block_emit_at(cur, q4, dst, 0, ids[now], hs[now], QD_FULL);
+        else block_emit_at(cur, q4, dst, 0, ids[now], hs[now], live[now]); /* NaN/Inf in the chunk */
+        cur = next;
+        dst += chunk_bytes;
+    }
+#undef QD_AT_ADVANCE
+    return bad;
+}
+static __attribute__((noinline)) int blocks_at_q4(const float *x, size_t ldx, size_t nb, size_t nch, const qk_qmat *out) {
+    return blocks_at(x, ldx, nb, nch, out, 1);
+}
+static __attribute__((noinline)) int blocks_at_q8(const float *x, size_t ldx, size_t nb, size_t nch, const qk_qmat *out) {
+    return blocks_at(x, ldx, nb, nch, out, 0);
+}
+#endif
+
 #ifdef QD_BLOCK_SPLIT
 /* q4_0 (q4) / q8_0: chunks of CHUNK 32-value blocks across rows, the last
  * one partial; pass 1 in two halves (block_part, block_finish): iteration c
@@ -323,6 +379,10 @@ QK_INLINE int quantize_blocks(const float *x, size_t ldx, const qk_qmat *out, in
     qd_mask live[2];
     block_part_t part[2];
     const int contig = nb % CHUNK == 0; /* then every chunk is full */
+#ifdef QD_BLOCK_AT
+    if (contig && total * 32 * sizeof(float) <= QD_BLOCK_AT_MAX_BYTES)
+        return q4 ? blocks_at_q4(x, ldx, nb, nch, out) : blocks_at_q8(x, ldx, nb, nch, out);
+#endif
     QD_PTRS(x, ldx, 32, nb, &r, &j, QD_NOF(0), p[0], contig, 0);
     live[0] = block_finish(block_part(p[0], QD_NOF(0), q4), p[0], QD_NOF(0), q4, ids[0], hs[0], &bad);
     if (nch > 1) {

@@ -30,6 +30,12 @@ QK_INLINE void prefetch_lines(const float *p) {
     for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
 }
 
+/* Group i of a chunk: p[i] from the driver's pointers, or b + i·g when the
+ * chunk is contiguous and the caller passes its base b (p then NULL). The
+ * callers pass a literal NULL for one of the two, so after inlining each
+ * address is a load of p[i] or an offset from b, never a test. */
+#define QD_AT(p, b, i, g) ((b) ? (b) + (i) * (g) : (p)[i])
+
 QK_INLINE void st64(void *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512(p, v);
     else _mm512_storeu_si512(p, v);
@@ -305,7 +311,7 @@ QK_INLINE __mmask16 minmax32x16(const float *const *p, size_t n, __m512 *mn, __m
  * order of magnitude above the positive ones, so umax is the smallest float
  * when it holds one with the sign bit set. NaN/Inf make smax >= 0x7f800000
  * or umax >= 0xff800000 (as unsigned). */
-QK_INLINE void maxbits16(const float *const *p, size_t n, size_t g, __m512i *smax, __m512i *umax) {
+QK_INLINE void maxbits16(const float *const *p, const float *b, size_t n, size_t g, __m512i *smax, __m512i *umax) {
     __m512i us[4], uu[4];
 #pragma GCC unroll 4
     for (size_t i = 0; i < 4; i++) {
@@ -316,7 +322,7 @@ QK_INLINE void maxbits16(const float *const *p, size_t n, size_t g, __m512i *sma
                 vs[c] = vu[c] = _mm512_setzero_si512();
                 continue;
             }
-            const float *x = p[4 * i + c];
+            const float *x = QD_AT(p, b, 4 * i + c, g);
             __m512i v0 = _mm512_castps_si512(_mm512_loadu_ps(x)), v1 = _mm512_castps_si512(_mm512_loadu_ps(x + 16));
             __m512i s = _mm512_max_epi32(v0, v1), u = _mm512_max_epu32(v0, v1);
             for (size_t k = 32; k < g; k += 32) {
@@ -392,7 +398,7 @@ QK_INLINE __m512i w4a_codes2(__m512 x, __m512 m, __m512 id2, int clamp) {
 typedef struct { __m512i smax, umax; } w4a_part_t;
 QK_INLINE w4a_part_t w4a_part(const float *const *p, size_t g) {
     w4a_part_t t;
-    maxbits16(p, CHUNK, g, &t.smax, &t.umax);
+    maxbits16(p, NULL, CHUNK, g, &t.smax, &t.umax);
     return t;
 }
 QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms,
@@ -527,7 +533,7 @@ static void block_heads(__mmask16 live, __m512 d, uint16_t *hs, int *bad) {
  * (the largest bits as signed and as unsigned int32) that equal +A exactly
  * when +A is in the block and -A exactly when -A is: +A when only mx = A,
  * -A when only mn = -A. Both signs at A (rare) take the first one by a search. */
-static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live, const float *const *p) {
+QK_INLINE __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live, const float *const *p, const float *b) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512 a = _mm512_castsi512_ps(amax), na = _mm512_sub_ps(_mm512_setzero_ps(), a);
     __mmask16 pos = _mm512_cmp_ps_mask(mx, a, _CMP_EQ_OQ), neg = _mm512_cmp_ps_mask(mn, na, _CMP_EQ_OQ);
@@ -542,10 +548,11 @@ static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live
         for (size_t i = 0; i < CHUNK; i++)
             if ((both >> i) & 1) {
                 __m512i t = _mm512_set1_epi32((int)amb[i]);
-                uint32_t m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab), t) |
-                             (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab), t)
+                const float *x = QD_AT(p, b, i, 32);
+                uint32_t m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x)), ab), t) |
+                             (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + 16)), ab), t)
                                  << 16;
-                mv[i] = p[i][__builtin_ctz(m)];
+                mv[i] = x[__builtin_ctz(m)];
             }
         v = _mm512_loadu_ps(mv);
     }
@@ -561,16 +568,17 @@ static __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 live
  * signed max is A, -A when the unsigned max is -A; two transposed
  * reductions, on integer pipes), q8_0 the absmax bits. */
 typedef struct { __m512i a, b; } block_part_t;
-QK_INLINE block_part_t block_part(const float *const *p, size_t n, int q4) {
+QK_INLINE block_part_t block_part_of(const float *const *p, const float *b, size_t n, int q4) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     block_part_t t;
     if (q4) {
-        maxbits16(p, n, 32, &t.a, &t.b);
+        maxbits16(p, b, n, 32, &t.a, &t.b);
     } else {
         __m512i am[CHUNK];
 #pragma GCC unroll 16
         for (size_t i = 0; i < CHUNK; i++) {
-            __m512 v0 = i < n ? _mm512_loadu_ps(p[i]) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(p[i] + 16) : _mm512_setzero_ps();
+            const float *x = QD_AT(p, b, i, 32);
+            __m512 v0 = i < n ? _mm512_loadu_ps(x) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(x + 16) : _mm512_setzero_ps();
             am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
         }
         t.a = qk512_reduce16_max_epu32(am);
@@ -581,7 +589,8 @@ QK_INLINE block_part_t block_part(const float *const *p, size_t n, int q4) {
 
 /* block_finish: fp16 d in hs, 1/d in ids. Returns the blocks to quantize.
  * q4_0's d = v/-8 as v·-0.125: the same exact quotient, rounded once. */
-QK_INLINE __mmask16 block_finish(block_part_t t, const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
+QK_INLINE __mmask16 block_finish_of(block_part_t t, const float *const *p, const float *b, size_t n, int q4, float *ids, uint16_t *hs,
+                                    int *bad) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i amax = q4 ? _mm512_max_epu32(_mm512_and_si512(t.a, ab), _mm512_and_si512(t.b, ab)) : t.a;
     __mmask16 live = qk512_mask16(n);
@@ -590,7 +599,7 @@ QK_INLINE __mmask16 block_finish(block_part_t t, const float *const *p, size_t n
     live &= (__mmask16)~nonfinite;
     __m512 d;
     if (q4)
-        d = _mm512_mul_ps(q4_0_signed_max(amax, _mm512_castsi512_ps(t.a), _mm512_castsi512_ps(t.b), live, p), _mm512_set1_ps(-0.125f));
+        d = _mm512_mul_ps(q4_0_signed_max(amax, _mm512_castsi512_ps(t.a), _mm512_castsi512_ps(t.b), live, p, b), _mm512_set1_ps(-0.125f));
     else d = _mm512_div_ps(_mm512_castsi512_ps(amax), _mm512_set1_ps(127.0f));
     _mm512_storeu_ps(ids, qk512_inv_scale(d));
     block_heads(live, d, hs, bad);
@@ -630,20 +639,21 @@ QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id
 }
 
 /* Pass 2 over n <= 16 blocks. */
-QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
-                          __mmask16 live) {
+QK_INLINE void block_emit_of(const float *const *p, const float *b, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids,
+                             const uint16_t *hs, __mmask16 live) {
     if (q4) {
         size_t i = 0;
         if (live == 0xffff) /* pairs of blocks */
             for (; i < CHUNK; i += 2) {
-                prefetch_lines(p[i] + QK_QPF_FAR(32));
-                q4_0_pair(p[i], p[i + 1], _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]), codes + (B0 + i) * QK_Q4_0_BYTES, hs + i);
+                prefetch_lines(QD_AT(p, b, i, 32) + QK_QPF_FAR(32));
+                q4_0_pair(QD_AT(p, b, i, 32), QD_AT(p, b, i + 1, 32), _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]),
+                          codes + (B0 + i) * QK_Q4_0_BYTES, hs + i);
             }
         for (; i < n; i++) {
-            if (!(i & 1)) prefetch_lines(p[i] + QK_QPF_FAR(32));
+            if (!(i & 1)) prefetch_lines(QD_AT(p, b, i, 32) + QK_QPF_FAR(32));
             if ((live >> i) & 1) {
                 qk_wr16(codes + (B0 + i) * QK_Q4_0_BYTES, hs[i]);
-                q4_0_block(p[i], _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
+                q4_0_block(QD_AT(p, b, i, 32), _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
             }
         }
         return;
@@ -652,11 +662,12 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
     if (live == 0xffff) /* pairs of blocks: 64 codes packed at once */
         for (; i < CHUNK; i += 2) {
             __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-            prefetch_lines(p[i] + QK_QPF_FAR(32));
-            __m512i q = pack64_epi8(qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id0)),
-                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id0)),
-                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i + 1]), id1)),
-                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i + 1] + 16), id1)));
+            const float *x0 = QD_AT(p, b, i, 32), *x1 = QD_AT(p, b, i + 1, 32);
+            prefetch_lines(x0 + QK_QPF_FAR(32));
+            __m512i q = pack64_epi8(qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x0), id0)),
+                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x0 + 16), id0)),
+                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x1), id1)),
+                                    qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x1 + 16), id1)));
             uint8_t *dst = codes + (B0 + i) * QK_Q8_0_BYTES + 2;
             qk_wr16(dst - 2, hs[i]);
             _mm256_storeu_si256((__m256i *)dst, _mm512_castsi512_si256(q));
@@ -668,11 +679,31 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
         __m512 id = _mm512_set1_ps(ids[i]);
         uint8_t *dst = codes + (B0 + i) * QK_Q8_0_BYTES + 2;
         qk_wr16(dst - 2, hs[i]);
-        __m512i a = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i]), id));
-        __m512i b = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(p[i] + 16), id));
-        _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(a));
-        _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtepi32_epi8(b));
+        const float *x = QD_AT(p, b, i, 32);
+        __m512i lo = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x), id));
+        __m512i hi = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x + 16), id));
+        _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(lo));
+        _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtepi32_epi8(hi));
     }
+}
+
+/* The driver's two ways of naming a chunk's blocks: its pointers (p, any n),
+ * or the base of 16 contiguous blocks (QD_BLOCK_AT). */
+QK_INLINE block_part_t block_part(const float *const *p, size_t n, int q4) { return block_part_of(p, NULL, n, q4); }
+QK_INLINE __mmask16 block_finish(block_part_t t, const float *const *p, size_t n, int q4, float *ids, uint16_t *hs, int *bad) {
+    return block_finish_of(t, p, NULL, n, q4, ids, hs, bad);
+}
+QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs,
+                          __mmask16 live) {
+    block_emit_of(p, NULL, n, q4, codes, B0, ids, hs, live);
+}
+QK_INLINE __mmask16 block_stats_at(const float *b, int q4, float *ids, uint16_t *hs, int *bad) {
+    if (!b) __builtin_unreachable(); /* folds QD_AT to b + i·g */
+    return block_finish_of(block_part_of(NULL, b, CHUNK, q4), NULL, b, CHUNK, q4, ids, hs, bad);
+}
+QK_INLINE void block_emit_at(const float *b, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs, __mmask16 live) {
+    if (!b) __builtin_unreachable();
+    block_emit_of(NULL, b, CHUNK, q4, codes, B0, ids, hs, live);
 }
 
 /* ---- long groups (g > 256, a multiple of 64): one group at a time ---- */
@@ -755,6 +786,7 @@ typedef __mmask16 qd_mask;
 #define QD_SYM_PTRS_AHEAD 1
 #define QD_W4A_SPLIT 1
 #define QD_BLOCK_SPLIT 1
+#define QD_BLOCK_AT 1
 #define QD_WEIGHTS
 #define QD_TIER avx512
 #include "x86/quant_driver.h"
