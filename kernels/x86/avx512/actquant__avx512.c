@@ -72,7 +72,7 @@ QK_INLINE __m512i pack64_epi8(__m512i a, __m512i b, __m512i c, __m512i d) {
  * scales stored, inverse scales in ids. Returns 0 when a group holds NaN
  * or Inf (nothing stored: the caller takes the general path), else 1. */
 QK_INLINE int act_stats(const float *const *p, size_t g, float qmax, int q8_0, const qk_qact *out, size_t G0, float *ids, int *bad) {
-    __m512i amax = qk512_absbits_max16(p, g);
+    __m512i amax = qk512_absbits_max16(p, NULL, g);
     if (_mm512_cmpge_epu32_mask(amax, _mm512_set1_epi32(0x7f800000))) return 0;
     act_scales(amax, CHUNK, qmax, q8_0, out, G0, ids, bad);
     return 1;

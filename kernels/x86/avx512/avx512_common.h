@@ -130,16 +130,26 @@ static inline __m512i qk512_absbits_max(const float *p, size_t g) {
 /// qk512_absbits_max of 16 groups of a fixed g (a multiple of 32, <= 256),
 /// reduced: lane i is that of the group at p[i]. Pass 1 of the symmetric
 /// weight and activation quantizers.
-static inline __attribute__((always_inline)) __m512i qk512_absbits_max16(const float *const *p, size_t g) {
+/// Group i of a chunk: p[i] from a pointer array, or b + i·g when the chunk
+/// is contiguous and the caller passes its base b. Callers pass a literal
+/// NULL b, or a b the compiler knows is not NULL (qd_base in
+/// x86/quant_driver.h), so after inlining each address is a load of p[i] or
+/// an offset from b, never a test.
+static inline __attribute__((always_inline)) const float *qk512_at(const float *const *p, const float *b, size_t i, size_t g) {
+    return b ? b + i * g : p[i];
+}
+
+static inline __attribute__((always_inline)) __m512i qk512_absbits_max16(const float *const *p, const float *b, size_t g) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i am[16];
 #pragma GCC unroll 16
     for (size_t i = 0; i < 16; i++) {
-        __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i])), ab);
-        __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + 16)), ab);
+        const float *x = qk512_at(p, b, i, g);
+        __m512i m0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x)), ab);
+        __m512i m1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + 16)), ab);
         for (size_t k = 32; k < g; k += 32) {
-            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k)), ab));
-            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(p[i] + k + 16)), ab));
+            m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + k)), ab));
+            m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + k + 16)), ab));
         }
         am[i] = _mm512_max_epu32(m0, m1);
     }

@@ -30,12 +30,6 @@ QK_INLINE void prefetch_lines(const float *p) {
     for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
 }
 
-/* Group i of a chunk: p[i] from the driver's pointers, or b + i·g when the
- * chunk is contiguous and the caller passes its base b (p then NULL). The
- * callers pass a literal NULL for one of the two, so after inlining each
- * address is a load of p[i] or an offset from b, never a test. */
-#define QD_AT(p, b, i, g) ((b) ? (b) + (i) * (g) : (p)[i])
-
 QK_INLINE void st64(void *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512(p, v);
     else _mm512_storeu_si512(p, v);
@@ -142,8 +136,9 @@ static void sym_general(const float *const *p, size_t n, size_t g, int w8, const
  * scales stored, inverse scales in ids (2/scale for w4s, qmax 7: sym_emit).
  * Returns the groups to quantize. (vrangeps would take one operation for
  * the and, and, max, but it loses NaNs: test_quant's NaN cases fail with it.) */
-QK_INLINE __mmask16 sym_stats(const float *const *p, size_t g, float qmax, const qk_qmat *out, size_t G0, float *ids, int *bad) {
-    return sym_scales(qk512_absbits_max16(p, g), CHUNK, qmax, out, G0, ids, qmax == 7.0f, bad);
+QK_INLINE __mmask16 sym_stats(const float *const *p, const float *b, size_t g, float qmax, const qk_qmat *out, size_t G0, float *ids,
+                               int *bad) {
+    return sym_scales(qk512_absbits_max16(p, b, g), CHUNK, qmax, out, G0, ids, qmax == 7.0f, bad);
 }
 
 /* 64 codes (-8..7 each, 0..15 when off = 0) in int8 order -> 32 bytes of
@@ -322,7 +317,7 @@ QK_INLINE void maxbits16(const float *const *p, const float *b, size_t n, size_t
                 vs[c] = vu[c] = _mm512_setzero_si512();
                 continue;
             }
-            const float *x = QD_AT(p, b, 4 * i + c, g);
+            const float *x = qk512_at(p, b, 4 * i + c, g);
             __m512i v0 = _mm512_castps_si512(_mm512_loadu_ps(x)), v1 = _mm512_castps_si512(_mm512_loadu_ps(x + 16));
             __m512i s = _mm512_max_epi32(v0, v1), u = _mm512_max_epu32(v0, v1);
             for (size_t k = 32; k < g; k += 32) {
@@ -396,9 +391,9 @@ QK_INLINE __m512i w4a_codes2(__m512 x, __m512 m, __m512 id2, int clamp) {
  * scales: the divisions' latency no longer holds up retirement while the
  * window fills. */
 typedef struct { __m512i smax, umax; } w4a_part_t;
-QK_INLINE w4a_part_t w4a_part(const float *const *p, size_t g) {
+QK_INLINE w4a_part_t w4a_part(const float *const *p, const float *b, size_t g) {
     w4a_part_t t;
-    maxbits16(p, NULL, CHUNK, g, &t.smax, &t.umax);
+    maxbits16(p, b, CHUNK, g, &t.smax, &t.umax);
     return t;
 }
 QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms,
@@ -418,7 +413,7 @@ QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, co
  * of both signs, else from w4a_stats_fp. It is
  * w4a_part and w4a_finish back to back. */
 QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    return w4a_finish(w4a_part(p, g), p, g, out, G0, ids, ms, bad);
+    return w4a_finish(w4a_part(p, NULL, g), p, g, out, G0, ids, ms, bad);
 }
 
 /* 128 values of one group, or of consecutive groups (g = 32, 64: n values
@@ -426,11 +421,12 @@ QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *ou
  * 4-bit codes. w4s (asym 0): id = 2/scale, sym4_t and sym4_round; w4a: id =
  * 1/d (w4a_codes) or, when twice, 2/d (w4a_codes2, then (floor(2v) + 1) >> 1
  * = round-half-away(v) by vpavgb), offsets m. */
-QK_INLINE __m512i run128(const float *const *x, const float *id, const float *m, size_t n, int asym, int twice, int clamp) {
+QK_INLINE __m512i run128(const float *const *x, const float *b, const float *id, const float *m, size_t n, int asym, int twice,
+                         int clamp) {
     __m512i t[8];
     for (size_t v = 0; v < 8; v++) {
         size_t j = 16 * v / n;
-        __m512 xv = _mm512_loadu_ps(x[j] + 16 * v % n), iv = _mm512_set1_ps(id[j]);
+        __m512 xv = _mm512_loadu_ps(b ? b + 16 * v : x[j] + 16 * v % n), iv = _mm512_set1_ps(id[j]);
         if (!asym) t[v] = sym4_t(xv, iv, clamp);
         else if (twice) t[v] = w4a_codes2(xv, _mm512_set1_ps(m[j]), iv, clamp);
         else t[v] = w4a_codes(xv, _mm512_set1_ps(m[j]), iv, clamp);
@@ -450,35 +446,36 @@ QK_INLINE __m512i run128(const float *const *x, const float *id, const float *m,
  * groups of a fixed g, in runs of 128 values: 4 (g = 32) or 2 groups, or a
  * part of one. w4s ids hold 2/scale (sym_stats), w4a's at g = 32 2/stored(d)
  * (w4a_stats). */
-QK_INLINE void w4_emit(const float *const *p, size_t g, const float *ids, const float *ms, int asym, int clamp, const qk_qmat *out,
-                       size_t G0, int nt) {
+QK_INLINE void w4_emit(const float *const *p, const float *b, size_t g, const float *ids, const float *ms, int asym, int clamp,
+                       const qk_qmat *out, size_t G0, int nt) {
     const size_t pfd = qk_quant_pf_floats(out, g);
     uint8_t *dst = out->codes + G0 * g / 2;
     const int twice = asym && g == 32;
     if (g <= 64) {
         for (size_t i = 0; i < CHUNK; i += 128 / g) {
-            for (size_t j = 0; j < 128 / g; j += 64 / g) prefetch_lines(p[i + j] + pfd);
-            st64(dst + i * g / 2, run128(p + i, ids + i, asym ? ms + i : NULL, g, asym, twice, clamp), nt);
+            for (size_t j = 0; j < 128 / g; j += 64 / g) prefetch_lines(qk512_at(p, b, i + j, g) + pfd);
+            st64(dst + i * g / 2, run128(p + i, b ? b + i * g : NULL, ids + i, asym ? ms + i : NULL, g, asym, twice, clamp), nt);
         }
     } else {
         for (size_t i = 0; i < CHUNK; i++)
             for (size_t k = 0; k < g; k += 128) {
-                const float *x = p[i] + k;
+                const float *x = qk512_at(p, b, i, g) + k;
                 prefetch_lines(x + pfd);
                 prefetch_lines(x + 64 + pfd);
-                st64(dst + (i * g + k) / 2, run128(&x, ids + i, asym ? ms + i : NULL, 128, asym, 0, clamp), nt);
+                st64(dst + (i * g + k) / 2, run128(NULL, x, ids + i, asym ? ms + i : NULL, 128, asym, 0, clamp), nt);
             }
     }
 }
 
 /* Pass 2 over 16 groups: the codes. */
-QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
-                       int nt) {
-    w4_emit(p, g, ids, ms, 1, clamp, out, G0, nt);
+QK_INLINE void w4a_emit(const float *const *p, const float *b, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids,
+                        const float *ms, int nt) {
+    w4_emit(p, b, g, ids, ms, 1, clamp, out, G0, nt);
 }
 
 /* Pass 2 over 16 groups: the codes. */
-QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0, const float *ids, int nt) {
+QK_INLINE void sym_emit(const float *const *p, const float *b, size_t g, int w8, int clamp, const qk_qmat *out, size_t G0,
+                        const float *ids, int nt) {
     const float qmax = w8 ? 127.0f : 7.0f;
     const size_t pfd = qk_quant_pf_floats(out, g);
     if (w8) {
@@ -486,23 +483,25 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
         if (g == 32) {
             for (size_t i = 0; i < CHUNK; i += 2) {
                 __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-                prefetch_lines(p[i] + pfd);
-                __m512i a = sym_codes(_mm512_loadu_ps(p[i]), id0, qmax, clamp);
-                __m512i b = sym_codes(_mm512_loadu_ps(p[i] + 16), id0, qmax, clamp);
-                __m512i c = sym_codes(_mm512_loadu_ps(p[i + 1]), id1, qmax, clamp);
-                __m512i d = sym_codes(_mm512_loadu_ps(p[i + 1] + 16), id1, qmax, clamp);
-                st64(dst + i * 32, pack64_epi8(a, b, c, d), nt);
+                const float *x0 = qk512_at(p, b, i, 32), *x1 = qk512_at(p, b, i + 1, 32);
+                prefetch_lines(x0 + pfd);
+                __m512i q0 = sym_codes(_mm512_loadu_ps(x0), id0, qmax, clamp);
+                __m512i q1 = sym_codes(_mm512_loadu_ps(x0 + 16), id0, qmax, clamp);
+                __m512i q2 = sym_codes(_mm512_loadu_ps(x1), id1, qmax, clamp);
+                __m512i q3 = sym_codes(_mm512_loadu_ps(x1 + 16), id1, qmax, clamp);
+                st64(dst + i * 32, pack64_epi8(q0, q1, q2, q3), nt);
             }
         } else {
             for (size_t i = 0; i < CHUNK; i++) {
                 __m512 id = _mm512_set1_ps(ids[i]);
+                const float *x = qk512_at(p, b, i, g);
                 for (size_t k = 0; k < g; k += 64) {
-                    prefetch_lines(p[i] + k + pfd);
-                    __m512i a = sym_codes(_mm512_loadu_ps(p[i] + k), id, qmax, clamp);
-                    __m512i b = sym_codes(_mm512_loadu_ps(p[i] + k + 16), id, qmax, clamp);
-                    __m512i c = sym_codes(_mm512_loadu_ps(p[i] + k + 32), id, qmax, clamp);
-                    __m512i d = sym_codes(_mm512_loadu_ps(p[i] + k + 48), id, qmax, clamp);
-                    st64(dst + i * g + k, pack64_epi8(a, b, c, d), nt);
+                    prefetch_lines(x + k + pfd);
+                    __m512i q0 = sym_codes(_mm512_loadu_ps(x + k), id, qmax, clamp);
+                    __m512i q1 = sym_codes(_mm512_loadu_ps(x + k + 16), id, qmax, clamp);
+                    __m512i q2 = sym_codes(_mm512_loadu_ps(x + k + 32), id, qmax, clamp);
+                    __m512i q3 = sym_codes(_mm512_loadu_ps(x + k + 48), id, qmax, clamp);
+                    st64(dst + i * g + k, pack64_epi8(q0, q1, q2, q3), nt);
                 }
             }
         }
@@ -512,7 +511,7 @@ QK_INLINE void sym_emit(const float *const *p, size_t g, int w8, int clamp, cons
             sym_partial(p, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
             return;
         }
-        w4_emit(p, g, ids, NULL, 0, clamp, out, G0, nt);
+        w4_emit(p, b, g, ids, NULL, 0, clamp, out, G0, nt);
     }
 }
 
@@ -548,7 +547,7 @@ QK_INLINE __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 l
         for (size_t i = 0; i < CHUNK; i++)
             if ((both >> i) & 1) {
                 __m512i t = _mm512_set1_epi32((int)amb[i]);
-                const float *x = QD_AT(p, b, i, 32);
+                const float *x = qk512_at(p, b, i, 32);
                 uint32_t m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x)), ab), t) |
                              (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + 16)), ab), t)
                                  << 16;
@@ -577,7 +576,7 @@ QK_INLINE block_part_t block_part_of(const float *const *p, const float *b, size
         __m512i am[CHUNK];
 #pragma GCC unroll 16
         for (size_t i = 0; i < CHUNK; i++) {
-            const float *x = QD_AT(p, b, i, 32);
+            const float *x = qk512_at(p, b, i, 32);
             __m512 v0 = i < n ? _mm512_loadu_ps(x) : _mm512_setzero_ps(), v1 = i < n ? _mm512_loadu_ps(x + 16) : _mm512_setzero_ps();
             am[i] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), ab), _mm512_and_si512(_mm512_castps_si512(v1), ab));
         }
@@ -645,15 +644,15 @@ QK_INLINE void block_emit_of(const float *const *p, const float *b, size_t n, in
         size_t i = 0;
         if (live == 0xffff) /* pairs of blocks */
             for (; i < CHUNK; i += 2) {
-                prefetch_lines(QD_AT(p, b, i, 32) + QK_QPF_FAR(32));
-                q4_0_pair(QD_AT(p, b, i, 32), QD_AT(p, b, i + 1, 32), _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]),
+                prefetch_lines(qk512_at(p, b, i, 32) + QK_QPF_FAR(32));
+                q4_0_pair(qk512_at(p, b, i, 32), qk512_at(p, b, i + 1, 32), _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]),
                           codes + (B0 + i) * QK_Q4_0_BYTES, hs + i);
             }
         for (; i < n; i++) {
-            if (!(i & 1)) prefetch_lines(QD_AT(p, b, i, 32) + QK_QPF_FAR(32));
+            if (!(i & 1)) prefetch_lines(qk512_at(p, b, i, 32) + QK_QPF_FAR(32));
             if ((live >> i) & 1) {
                 qk_wr16(codes + (B0 + i) * QK_Q4_0_BYTES, hs[i]);
-                q4_0_block(QD_AT(p, b, i, 32), _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
+                q4_0_block(qk512_at(p, b, i, 32), _mm512_set1_ps(ids[i]), codes + (B0 + i) * QK_Q4_0_BYTES + 2);
             }
         }
         return;
@@ -662,7 +661,7 @@ QK_INLINE void block_emit_of(const float *const *p, const float *b, size_t n, in
     if (live == 0xffff) /* pairs of blocks: 64 codes packed at once */
         for (; i < CHUNK; i += 2) {
             __m512 id0 = _mm512_set1_ps(ids[i]), id1 = _mm512_set1_ps(ids[i + 1]);
-            const float *x0 = QD_AT(p, b, i, 32), *x1 = QD_AT(p, b, i + 1, 32);
+            const float *x0 = qk512_at(p, b, i, 32), *x1 = qk512_at(p, b, i + 1, 32);
             prefetch_lines(x0 + QK_QPF_FAR(32));
             __m512i q = pack64_epi8(qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x0), id0)),
                                     qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x0 + 16), id0)),
@@ -679,7 +678,7 @@ QK_INLINE void block_emit_of(const float *const *p, const float *b, size_t n, in
         __m512 id = _mm512_set1_ps(ids[i]);
         uint8_t *dst = codes + (B0 + i) * QK_Q8_0_BYTES + 2;
         qk_wr16(dst - 2, hs[i]);
-        const float *x = QD_AT(p, b, i, 32);
+        const float *x = qk512_at(p, b, i, 32);
         __m512i lo = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x), id));
         __m512i hi = qk512_cvt_round_away(_mm512_mul_ps(_mm512_loadu_ps(x + 16), id));
         _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(lo));
@@ -698,7 +697,7 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
     block_emit_of(p, NULL, n, q4, codes, B0, ids, hs, live);
 }
 QK_INLINE __mmask16 block_stats_at(const float *b, int q4, float *ids, uint16_t *hs, int *bad) {
-    if (!b) __builtin_unreachable(); /* folds QD_AT to b + i·g */
+    if (!b) __builtin_unreachable(); /* qk512_at folds to b + i·g */
     return block_finish_of(block_part_of(NULL, b, CHUNK, q4), NULL, b, CHUNK, q4, ids, hs, bad);
 }
 QK_INLINE void block_emit_at(const float *b, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs, __mmask16 live) {
@@ -787,6 +786,7 @@ typedef __mmask16 qd_mask;
 #define QD_W4A_SPLIT 1
 #define QD_BLOCK_SPLIT 1
 #define QD_BLOCK_AT 1
+#define QD_AT_BASE 1
 #define QD_WEIGHTS
 #define QD_TIER avx512
 #include "x86/quant_driver.h"
