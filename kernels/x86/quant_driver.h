@@ -115,10 +115,10 @@ QK_INLINE size_t qd_next3(size_t i) { return i == 2 ? 0 : i + 1; }
 /* The base of a chunk whose groups are contiguous (at: the chunks do not
  * cross rows), as the compiler sees it never NULL, or NULL: the group
  * functions then address the groups from it (b + i·g, loads at fixed
- * offsets) instead of loading each group's pointer. 16x4096 from L2, g = 32,
- * avx512, a harness over qk_quantize (the best of 5 alternated runs, ns per
- * 64 values): w4s 3.58 -> 3.16, w8s 3.53 -> 3.24; g = 64..256 4-18% less
- * time. (w4a: see w4a_chunks.) */
+ * offsets) instead of loading each group's pointer. w4s and w8s (sym_at),
+ * qkbench A/B against e227803, 16x4096 warm, 3 rounds, medians: w4s g = 32
+ * 0.87, g = 128 0.85; w8s g = 32 0.94, g = 128 0.90 of the time. (w4a: see
+ * w4a_chunks.) */
 QK_INLINE const float *qd_base(const float *const *p, int at) {
     if (!at) return NULL;
     const float *b = p[0];
@@ -373,8 +373,9 @@ QK_INLINE int quantize_w4a(const float *x, size_t ldx, const qk_qmat *out) {
 /* q4_0 / q8_0 inputs of at most QD_BLOCK_AT_MAX_BYTES whose rows hold whole
  * chunks: each chunk addressed from its base (block_stats_at, block_emit_at:
  * loads at fixed offsets, no pointer array), pass 1 of chunk c+1 in one
- * piece before pass 2 of chunk c, in a function of its own (inlined into
- * quantize_blocks with its other loops the same code gained nothing).
+ * piece before pass 2 of chunk c, in a function of its own (a form inlined
+ * into quantize_blocks, which found each chunk's base by a division, gained
+ * nothing).
  * Against the loop below, avx512, a harness over qk_quantize (the best of 5
  * alternated runs, ns per 64 values): 16x4096 (L2) q8_0 3.79 -> 3.44, q4_0
  * 4.53 -> 3.91; 2x4096 (L1) q8_0 4.06 -> 3.65, q4_0 4.62 -> 4.41; 128x4096
