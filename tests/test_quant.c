@@ -312,6 +312,40 @@ static void test_nonfinite(void) {
 }
 
 /* Dequantization of arbitrary codes (not only ones a quantizer makes). */
+/* Groups whose values all have one sign (the SIMD quantizers find a group's
+ * min and max from the integer order of its bits, which needs both signs,
+ * and fall back to FP min/max): rows of positive, of negative and of mixed
+ * values, with zeros, in the chunked paths (g = 32..256) and per channel,
+ * bit-exact with the reference. */
+static void test_one_sign(tu_rng *rng) {
+    const size_t rows = 4, K = 1024;
+    float *x = malloc(rows * K * sizeof *x);
+    CHECK(x != NULL, "out of memory");
+    if (!x) return;
+    for (size_t i = 0; i < rows * K; i++) {
+        float u = (float)(0.01 + tu_uniform(rng)); /* [0.01, 1.01) */
+        size_t r = i / K;
+        x[i] = r == 0 ? u : r == 1 ? -u : r == 2 ? (i % 7 ? u : 0.0f) : (i % 2 ? u : -u);
+    }
+    for (size_t ki = 0; ki < qk_quantize_kernel_count; ki++) {
+        const qk_quantize_kernel *k = &qk_quantize_kernels[ki];
+        if (!usable(k->tier, k->name)) continue;
+        const qk_quantize_kernel *ref = scalar_quantize(k->format);
+        size_t gs[] = {32, 64, 128, 256, K};
+        for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+            if ((k->format == QK_Q4_0 || k->format == QK_Q8_0) && gs[gi] != 32) continue;
+            qk_scale_type st = k->format >= QK_Q4_0 ? QK_SCALE_F16 : QK_SCALE_F32;
+            qk_qmat a = qalloc(k->format, st, rows, K, gs[gi]), b = qalloc(k->format, st, rows, K, gs[gi]);
+            qk_status sa = qk_quantize_with(ref, x, K, &a), sb = qk_quantize_with(k, x, K, &b);
+            CHECK(sa == QK_OK && sb == QK_OK, "%s g%zu: %s / %s", k->name, gs[gi], qk_status_name(sa), qk_status_name(sb));
+            CHECK(same_qmat(&a, &b), "%s g%zu: groups of one sign not bit-exact with the reference", k->name, gs[gi]);
+            qk_qmat_free(&a);
+            qk_qmat_free(&b);
+        }
+    }
+    free(x);
+}
+
 static void test_dequantize_variants(tu_rng *rng) {
     for (size_t ki = 0; ki < qk_dequantize_kernel_count; ki++) {
         const qk_dequantize_kernel *k = &qk_dequantize_kernels[ki];
@@ -584,6 +618,7 @@ int main(void) {
     test_hand_cases();
     test_quantize_variants(&rng);
     test_nonfinite();
+    test_one_sign(&rng);
     test_dequantize_variants(&rng);
     test_dequantize_large(&rng);
     test_quantize_large(&rng);
