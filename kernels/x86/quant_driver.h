@@ -41,13 +41,14 @@
  *   QD_BLOCK_SPLIT            (defined) q4_0/q8_0 split pass 1 as QD_W4A_SPLIT does, with
  *                             block_part(p, n, q4) -> block_part_t and
  *                             block_finish(part, p, n, q4, ids, hs, bad) -> qd_mask (as block_stats)
- *   QD_AT_BASE                1: sym_stats, sym_emit, w4a_part and w4a_emit take a chunk base b
- *                             after p (p[0] when the chunk's groups are contiguous, they are then
- *                             read from b + i·g; else NULL), 0 (default): they take p alone
+ *   QD_AT_BASE                1: sym_stats and sym_emit take a chunk base b after p (qd_base:
+ *                             the groups are then read from b + i·g; or NULL), 0 (default): they
+ *                             take p alone
  *   QD_BLOCK_AT               (defined) q4_0/q8_0 inputs that fit a cache take blocks_at, with
  *                             block_stats_at(b, q4, ids, hs, bad) -> qd_mask (pass 1 of the CHUNK
  *                             blocks from b on, as block_stats) and
- *                             block_emit_at(b, q4, dst, B0, ids, hs, live) (pass 2, as block_emit)
+ *                             block_emit_at(b, q4, dst, ids, hs, live) (pass 2, as block_emit, the
+ *                             chunk's codes at dst); b is never NULL (qd_nonnull)
  * and, with QD_ACT (activation quantization, qk_qact):
  *   act_stats(p, g, qmax, q8_0, out, G0, ids, bad) -> int pass 1, fixed g; 0 on NaN/Inf
  *   act_emit(p, g, out, G0, ids)                          pass 2, fixed g
@@ -112,19 +113,19 @@ QK_INLINE size_t qd_next3(size_t i) { return i == 2 ? 0 : i + 1; }
 #define QD_B(f, p, b, ...) f(p, __VA_ARGS__)
 #endif
 
-/* The base of a chunk whose groups are contiguous (at: the chunks do not
- * cross rows), as the compiler sees it never NULL, or NULL: the group
- * functions then address the groups from it (b + i·g, loads at fixed
- * offsets) instead of loading each group's pointer. w4s and w8s (sym_at),
- * qkbench A/B against e227803, 16x4096 warm, 3 rounds, medians: w4s g = 32
- * 0.87, g = 128 0.85; w8s g = 32 0.94, g = 128 0.90 of the time. (w4a: see
- * w4a_chunks.) */
-QK_INLINE const float *qd_base(const float *const *p, int at) {
-    if (!at) return NULL;
-    const float *b = p[0];
+/* A chunk base b the compiler then knows is not NULL: the tier's group
+ * functions (qk512_at) fold to b + i·g, no test. */
+QK_INLINE const float *qd_nonnull(const float *b) {
     if (!b) __builtin_unreachable();
     return b;
 }
+/* The base of a chunk whose groups are contiguous (at: the chunks do not
+ * cross rows), or NULL: the group functions then address the groups from it
+ * (b + i·g, loads at fixed offsets) instead of loading each group's
+ * pointer. w4s and w8s (sym_at), qkbench A/B against e227803, 16x4096 warm,
+ * 3 rounds, medians: w4s g = 32 0.87, g = 128 0.85; w8s g = 32 0.94, g = 128
+ * 0.90 of the time. (w4a: see w4a_chunks.) */
+QK_INLINE const float *qd_base(const float *const *p, int at) { return at ? qd_nonnull(p[0]) : NULL; }
 
 /* Inputs of at least QK_STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
  * non-temporal stores when the code rows keep whole aligned lines: the code
@@ -282,19 +283,19 @@ QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
         qd_mask live[2];
         w4a_part_t part[2];
         QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-        live[0] = w4a_finish(QD_B(w4a_part, p[0], NULL, g), p[0], g, out, 0, ids[0], ms[0], bad);
+        live[0] = w4a_finish(w4a_part(p[0], g), p[0], g, out, 0, ids[0], ms[0], bad);
         if (nfull > 1) {
             QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[1]);
-            part[1] = QD_B(w4a_part, p[1], NULL, g);
+            part[1] = w4a_part(p[1], g);
         }
         for (size_t c = 0, pc = 0; c < nfull; c++, pc = qd_next3(pc)) {
             size_t cur = c & 1, nxt = cur ^ 1, pn = qd_next3(pc), pf = qd_next3(pn);
             if (c + 2 < nfull) {
                 QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[pf]);
-                part[cur] = QD_B(w4a_part, p[pf], NULL, g); /* chunk c+2 */
+                part[cur] = w4a_part(p[pf], g); /* chunk c+2 */
             }
             if (c + 1 < nfull) live[nxt] = w4a_finish(part[nxt], p[pn], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
-            if (live[cur] == QD_FULL) QD_B(w4a_emit, p[pc], NULL, g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
+            if (live[cur] == QD_FULL) w4a_emit(p[pc], g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
             else w4a_general(p[pc], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
         }
         if (nt) _mm_sfence();
@@ -312,7 +313,7 @@ QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
             QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
             live[nxt] = w4a_stats(p[nxt], g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
         }
-        if (live[cur] == QD_FULL) QD_B(w4a_emit, p[cur], NULL, g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
+        if (live[cur] == QD_FULL) w4a_emit(p[cur], g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
         else w4a_general(p[cur], CHUNK, g, out, c * CHUNK, bad); /* NaN/Inf in the chunk */
     }
     if (nt) _mm_sfence();
@@ -398,16 +399,16 @@ QK_INLINE int blocks_at(const float *x, size_t ldx, size_t nb, size_t nch, const
         if (++j == cpr) j = 0, row += ldx;                                                                                        \
     } while (0)
     QD_AT_ADVANCE();
-    live[0] = block_stats_at(cur, q4, ids[0], hs[0], &bad);
+    live[0] = block_stats_at(qd_nonnull(cur), q4, ids[0], hs[0], &bad);
     for (size_t c = 0; c < nch; c++) {
         size_t now = c & 1, nxt = now ^ 1;
         const float *next = row + j * CHUNK * 32;
         if (c + 1 < nch) {
-            live[nxt] = block_stats_at(next, q4, ids[nxt], hs[nxt], &bad);
+            live[nxt] = block_stats_at(qd_nonnull(next), q4, ids[nxt], hs[nxt], &bad);
             QD_AT_ADVANCE();
         }
-        if (live[now] == QD_FULL) block_emit_at(cur, q4, dst, 0, ids[now], hs[now], QD_FULL);
-        else block_emit_at(cur, q4, dst, 0, ids[now], hs[now], live[now]); /* NaN/Inf in the chunk */
+        if (live[now] == QD_FULL) block_emit_at(qd_nonnull(cur), q4, dst, ids[now], hs[now], QD_FULL);
+        else block_emit_at(qd_nonnull(cur), q4, dst, ids[now], hs[now], live[now]); /* NaN/Inf in the chunk */
         cur = next;
         dst += chunk_bytes;
     }

@@ -391,9 +391,9 @@ QK_INLINE __m512i w4a_codes2(__m512 x, __m512 m, __m512 id2, int clamp) {
  * scales: the divisions' latency no longer holds up retirement while the
  * window fills. */
 typedef struct { __m512i smax, umax; } w4a_part_t;
-QK_INLINE w4a_part_t w4a_part(const float *const *p, const float *b, size_t g) {
+QK_INLINE w4a_part_t w4a_part(const float *const *p, size_t g) {
     w4a_part_t t;
-    maxbits16(p, b, CHUNK, g, &t.smax, &t.umax);
+    maxbits16(p, NULL, CHUNK, g, &t.smax, &t.umax);
     return t;
 }
 QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms,
@@ -413,7 +413,7 @@ QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, co
  * of both signs, else from w4a_stats_fp. It is
  * w4a_part and w4a_finish back to back. */
 QK_INLINE __mmask16 w4a_stats(const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    return w4a_finish(w4a_part(p, NULL, g), p, g, out, G0, ids, ms, bad);
+    return w4a_finish(w4a_part(p, g), p, g, out, G0, ids, ms, bad);
 }
 
 /* 128 values of one group, or of consecutive groups (g = 32, 64: n values
@@ -468,9 +468,9 @@ QK_INLINE void w4_emit(const float *const *p, const float *b, size_t g, const fl
 }
 
 /* Pass 2 over 16 groups: the codes. */
-QK_INLINE void w4a_emit(const float *const *p, const float *b, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids,
-                        const float *ms, int nt) {
-    w4_emit(p, b, g, ids, ms, 1, clamp, out, G0, nt);
+QK_INLINE void w4a_emit(const float *const *p, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms,
+                       int nt) {
+    w4_emit(p, NULL, g, ids, ms, 1, clamp, out, G0, nt);
 }
 
 /* Pass 2 over 16 groups: the codes. */
@@ -697,12 +697,10 @@ QK_INLINE void block_emit(const float *const *p, size_t n, int q4, uint8_t *code
     block_emit_of(p, NULL, n, q4, codes, B0, ids, hs, live);
 }
 QK_INLINE __mmask16 block_stats_at(const float *b, int q4, float *ids, uint16_t *hs, int *bad) {
-    if (!b) __builtin_unreachable(); /* qk512_at folds to b + i·g */
     return block_finish_of(block_part_of(NULL, b, CHUNK, q4), NULL, b, CHUNK, q4, ids, hs, bad);
 }
-QK_INLINE void block_emit_at(const float *b, int q4, uint8_t *codes, size_t B0, const float *ids, const uint16_t *hs, __mmask16 live) {
-    if (!b) __builtin_unreachable();
-    block_emit_of(NULL, b, CHUNK, q4, codes, B0, ids, hs, live);
+QK_INLINE void block_emit_at(const float *b, int q4, uint8_t *dst, const float *ids, const uint16_t *hs, __mmask16 live) {
+    block_emit_of(NULL, b, CHUNK, q4, dst, 0, ids, hs, live);
 }
 
 /* ---- long groups (g > 256, a multiple of 64): one group at a time ---- */
@@ -747,8 +745,6 @@ QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int c
     return stats ? (uint32_t)_mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)) : 0;
 }
 
-/* Codes of cur (when codes) and the min and max of nxt (when stats) in one
- * loop; returns 1 when nxt holds NaN or Inf. */
 /* Min and max of a long group with FP min/max (the groups of one sign:
  * w4a_fused's integer order needs both). Returns 1 on NaN/Inf. */
 static int w4a_minmax_fp(const float *x, size_t g, float *mn_out, float *mx_out) {
@@ -766,7 +762,7 @@ static int w4a_minmax_fp(const float *x, size_t g, float *mn_out, float *mx_out)
 }
 
 /* Codes of cur (when codes) and the min and max of nxt (when stats) in one
- * loop. The min and max come from the integer order of the bits (as
+ * loop; returns 1 when nxt holds NaN or Inf. The min and max come from the integer order of the bits (as
  * maxbits16): the largest bits as signed int32 are the largest float when
  * the group holds a value with the sign bit clear, the largest as unsigned
  * the smallest float when it holds one with the sign bit set; integer max
