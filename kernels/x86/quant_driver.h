@@ -262,7 +262,7 @@ static inline int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, i
 
 /* w4a: the full chunks of a fixed g. Returns the groups done. They keep
  * their pointers: addressed from their base (qd_base) they ran 5-9% slower
- * at g = 32 and 128 (16x4096 from L2, the harness of qd_base), and so did a
+ * at g = 32 and 128 (16x4096 from L2, a harness over qk_quantize), and so did a
  * build with the second copy of this loop compiled but not used (the
  * function already holds about 21000 instructions; the copy doubles it).
  * In a function of its own, as sym_at, for inputs up to 2 MiB, g = 32 took
@@ -377,12 +377,11 @@ QK_INLINE int quantize_w4a(const float *x, size_t ldx, const qk_qmat *out) {
  * piece before pass 2 of chunk c, in a function of its own (a form inlined
  * into quantize_blocks, which found each chunk's base by a division, gained
  * nothing).
- * Against the loop below, avx512, a harness over qk_quantize (the best of 5
- * alternated runs, ns per 64 values): 16x4096 (L2) q8_0 3.79 -> 3.44, q4_0
- * 4.53 -> 3.91; 2x4096 (L1) q8_0 4.06 -> 3.65, q4_0 4.62 -> 4.41; 128x4096
- * (2 MiB) q8_0 4.70 -> 3.96, q4_0 5.31 -> 4.87. At 4 MiB (L3) an earlier
- * form was 3-10% slower than the loop below, whose pass 1 two chunks ahead
- * suits inputs that come from memory. */
+ * Against the loop below, avx512, qkbench A/B (16x4096 warm, 5 rounds,
+ * medians): q8_0 0.86, q4_0 0.88 of the time. A harness over qk_quantize
+ * showed gains at 2 and 128 rows too, and an earlier form slower at 4 MiB
+ * (L3): the loop below, with pass 1 two chunks ahead, suits inputs that come
+ * from memory. */
 #define QD_BLOCK_AT_MAX_BYTES ((size_t)2 << 20)
 QK_INLINE int blocks_at(const float *x, size_t ldx, size_t nb, size_t nch, const qk_qmat *out, int q4) {
     float ids[2][CHUNK];
