@@ -355,6 +355,7 @@ typedef struct {
     int first, last; /* the slice starts at k = 0 / ends at k = K */
     float *scr;
     size_t r0;
+    const float *ca; /* w4a: sa·Σa of row r, group j at (r - r0)·ng + j (gm_act_min), or NULL */
 } gm_io;
 
 /* A tile's f32 accumulators (mr rows from m0, nc <= GM_NR columns from n0),
@@ -419,7 +420,8 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         if (f == GM_W4A && kg == j * g) {
             const float *mn = sw + GM_NR;
             GM_UNROLL for (size_t m = 0; m < mr; m++) {
-                __m512 ca = _mm512_set1_ps(xq->scales[(m0 + m) * ng + j] * (float)xq->sums[(m0 + m) * ng + j]);
+                size_t i = (m0 + m) * ng + j;
+                __m512 ca = _mm512_set1_ps(io.ca ? io.ca[i - io.r0 * ng] : xq->scales[i] * (float)xq->sums[i]);
                 GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
             }
         }
@@ -441,12 +443,13 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
     const int off = gm_off(f);
     const int8_t *xr[GM_MR];
     const int32_t *sr[GM_MR];
-    const float *sar[GM_MR];
+    const float *sar[GM_MR], *car[GM_MR];
     __m512 accf[GM_MR][GM_NB];
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
         xr[m] = xq->codes + (m0 + m) * K + j0 * g;
         sr[m] = xq->sums + (m0 + m) * ng + j0;
         sar[m] = xq->scales + (m0 + m) * ng + j0;
+        car[m] = io.ca ? io.ca + (m0 + m - io.r0) * ng + j0 : NULL;
     }
     gm_y_load(mr, a, io, m0, n0, nc, accf);
     const uint8_t *gp = tp + j0 * gb;
@@ -468,7 +471,7 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
         if (f == GM_W4A) {
             const float *mn = sw + GM_NR;
             GM_UNROLL for (size_t m = 0; m < mr; m++) {
-                __m512 ca = _mm512_set1_ps(sar[m][j] * (float)sr[m][j]);
+                __m512 ca = _mm512_set1_ps(io.ca ? car[m][j] : sar[m][j] * (float)sr[m][j]);
                 GM_UNROLL for (size_t b = 0; b < GM_NB; b++) accf[m][b] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * b), ca, accf[m][b]);
             }
         }
@@ -538,6 +541,18 @@ static int32_t *gm_piece_sums(gm_fmt f, const qk_matmul_args *a, size_t r0, size
     return ps;
 }
 
+/* w4a: the factor of each group's min term, sa·Σa, for rows [r0, r1) (row r,
+ * group j at (r - r0)·ng + j), made once per block of rows so that the tiles
+ * broadcast it instead of converting and multiplying 4 scalars per group;
+ * NULL when out of memory (the tiles then make it themselves). */
+static float *gm_act_min(const qk_matmul_args *a, size_t r0, size_t r1) {
+    size_t ng = a->K / a->group, n = (r1 - r0) * ng;
+    float *ca = malloc(n * sizeof *ca);
+    if (ca)
+        for (size_t i = 0; i < n; i++) ca[i] = a->xq->scales[r0 * ng + i] * (float)a->xq->sums[r0 * ng + i];
+    return ca;
+}
+
 /* Rows [r0, r1) of X: column tile by column tile; within one, K slices of
  * about gm_slice(f) values (the tile's weights for a slice stay in L1) and,
  * for each slice, every row tile of the rows, the row tiles together
@@ -551,12 +566,13 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     int32_t *ps = gm_piece_sums(f, a, r0, r1, &npc);
     /* NULL (the sums then stay in Y) when K is one slice, or out of memory */
     float *scr = gm_slice_end(f, g, K, 0) < K ? aligned_alloc(64, (r1 - r0) * GM_NR * sizeof(float)) : NULL;
+    float *ca = f == GM_W4A ? gm_act_min(a, r0, r1) : NULL;
     for (size_t n0 = 0; n0 < a->N; n0 += GM_NR) {
         const uint8_t *tp = wp + n0 / GM_NR * tb;
         size_t nc = a->N - n0 < GM_NR ? a->N - n0 : GM_NR;
         for (size_t k0 = 0, k1, p = 0; k0 < K; k0 = k1, p++) {
             k1 = gm_slice_end(f, g, K, k0);
-            gm_io io = {k0 == 0, k1 == K, scr, r0};
+            gm_io io = {k0 == 0, k1 == K, scr, r0, ca};
             /* the next slice: as many bytes as this one, right after it */
             size_t sb = (k1 == K ? tb : gm_koff(f, g, k1)) - gm_koff(f, g, k0), lines = (sb + 63) / 64;
             size_t ngr = g <= gm_slice(f) ? (k1 - k0) / g : 1, per = (lines + nmt * ngr - 1) / (nmt * ngr);
@@ -587,6 +603,7 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     }
     free(ps);
     free(scr);
+    free(ca);
 }
 
 /* X in blocks of rows of about GM_ROW_BLOCK_BYTES of int8 codes, each block
