@@ -355,7 +355,8 @@ typedef struct {
     int first, last; /* the slice starts at k = 0 / ends at k = K */
     float *scr;
     size_t r0;
-    const float *ca; /* w4a: sa·Σa of row r, group j at (r - r0)·ng + j (gm_act_min), or NULL */
+    const float *ca;   /* w4a: sa·Σa of row r, group j at (r - r0)·ng + j (gm_act_aux), or NULL */
+    const int32_t *cs; /* the others: -off·Σa, the same way, or NULL */
 } gm_io;
 
 /* A tile's f32 accumulators (mr rows from m0, nc <= GM_NR columns from n0),
@@ -403,8 +404,10 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         __m512i acc[GM_MR][GM_NB];
         GM_UNROLL for (size_t m = 0; m < mr; m++) {
             int32_t sum = 0;
-            if (off) sum = (kg == j * g && ke == (j + 1) * g) ? xq->sums[(m0 + m) * ng + j] : ps ? ps[m * pst] : gm_act_sum(xr[m], kg, ke);
-            __m512i c = _mm512_set1_epi32(-off * sum);
+            int whole = kg == j * g && ke == (j + 1) * g;
+            if (off) sum = -off * (whole ? xq->sums[(m0 + m) * ng + j] : ps ? ps[m * pst] : gm_act_sum(xr[m], kg, ke));
+            if (off && whole && io.cs) sum = io.cs[(m0 + m - io.r0) * ng + j];
+            __m512i c = _mm512_set1_epi32(sum);
             GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
         }
         size_t s0 = (kg - j * g) / ks, nfull = (ke - kg) / ks;
@@ -444,19 +447,21 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
     const int8_t *xr[GM_MR];
     const int32_t *sr[GM_MR];
     const float *sar[GM_MR], *car[GM_MR];
+    const int32_t *csr[GM_MR];
     __m512 accf[GM_MR][GM_NB];
     GM_UNROLL for (size_t m = 0; m < mr; m++) {
         xr[m] = xq->codes + (m0 + m) * K + j0 * g;
         sr[m] = xq->sums + (m0 + m) * ng + j0;
         sar[m] = xq->scales + (m0 + m) * ng + j0;
         car[m] = io.ca ? io.ca + (m0 + m - io.r0) * ng + j0 : NULL;
+        csr[m] = io.cs ? io.cs + (m0 + m - io.r0) * ng + j0 : NULL;
     }
     gm_y_load(mr, a, io, m0, n0, nc, accf);
     const uint8_t *gp = tp + j0 * gb;
     for (size_t j = 0; j < nj; j++, gp += gb) {
         __m512i acc[GM_MR][GM_NB];
         GM_UNROLL for (size_t m = 0; m < mr; m++) {
-            __m512i c = _mm512_set1_epi32(-off * sr[m][j]);
+            __m512i c = _mm512_set1_epi32(io.cs ? csr[m][j] : -off * sr[m][j]);
             GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
         }
         const int8_t *xk[GM_MR];
@@ -541,16 +546,25 @@ static int32_t *gm_piece_sums(gm_fmt f, const qk_matmul_args *a, size_t r0, size
     return ps;
 }
 
-/* w4a: the factor of each group's min term, sa·Σa, for rows [r0, r1) (row r,
- * group j at (r - r0)·ng + j), made once per block of rows so that the tiles
- * broadcast it instead of converting and multiplying 4 scalars per group;
- * NULL when out of memory (the tiles then make it themselves). */
-static float *gm_act_min(const qk_matmul_args *a, size_t r0, size_t r1) {
+/* Each group's correction for rows [r0, r1) (row r, group j at (r - r0)·ng
+ * + j), made once per block of rows so that the tiles load and broadcast it:
+ * w4a the factor of its min term, sa·Σa (into *ca), the codes stored with an
+ * offset the start of their int32 sums, -off·Σa (into *cs). Without them a
+ * tile made these from the sums in a general register each group and moved
+ * them to a vector (4 int-to-float conversions and multiplies for w4a; for
+ * the others 4 broadcasts from a general register, which a tile of W8A8 at
+ * g = 32 in L1 (a copy of the loop, best of 7) ran 8% slower with than with
+ * broadcasts from memory). Both NULL when there is nothing to correct, or
+ * out of memory (the tiles then make them themselves). */
+static void gm_act_aux(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t r1, float **ca, int32_t **cs) {
     size_t ng = a->K / a->group, n = (r1 - r0) * ng;
-    float *ca = malloc(n * sizeof *ca);
-    if (ca)
-        for (size_t i = 0; i < n; i++) ca[i] = a->xq->scales[r0 * ng + i] * (float)a->xq->sums[r0 * ng + i];
-    return ca;
+    const float *sa = a->xq->scales + r0 * ng;
+    const int32_t *su = a->xq->sums + r0 * ng;
+    *ca = NULL, *cs = NULL;
+    if (f == GM_W4A && (*ca = malloc(n * sizeof **ca)))
+        for (size_t i = 0; i < n; i++) (*ca)[i] = sa[i] * (float)su[i];
+    if (gm_off(f) && (*cs = malloc(n * sizeof **cs)))
+        for (size_t i = 0; i < n; i++) (*cs)[i] = -gm_off(f) * su[i];
 }
 
 /* Rows [r0, r1) of X: column tile by column tile; within one, K slices of
@@ -566,13 +580,15 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     int32_t *ps = gm_piece_sums(f, a, r0, r1, &npc);
     /* NULL (the sums then stay in Y) when K is one slice, or out of memory */
     float *scr = gm_slice_end(f, g, K, 0) < K ? aligned_alloc(64, (r1 - r0) * GM_NR * sizeof(float)) : NULL;
-    float *ca = f == GM_W4A ? gm_act_min(a, r0, r1) : NULL;
+    float *ca;
+    int32_t *cs;
+    gm_act_aux(f, a, r0, r1, &ca, &cs);
     for (size_t n0 = 0; n0 < a->N; n0 += GM_NR) {
         const uint8_t *tp = wp + n0 / GM_NR * tb;
         size_t nc = a->N - n0 < GM_NR ? a->N - n0 : GM_NR;
         for (size_t k0 = 0, k1, p = 0; k0 < K; k0 = k1, p++) {
             k1 = gm_slice_end(f, g, K, k0);
-            gm_io io = {k0 == 0, k1 == K, scr, r0, ca};
+            gm_io io = {k0 == 0, k1 == K, scr, r0, ca, cs};
             /* the next slice: as many bytes as this one, right after it */
             size_t sb = (k1 == K ? tb : gm_koff(f, g, k1)) - gm_koff(f, g, k0), lines = (sb + 63) / 64;
             size_t ngr = g <= gm_slice(f) ? (k1 - k0) / g : 1, per = (lines + nmt * ngr - 1) / (nmt * ngr);
@@ -604,6 +620,7 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     free(ps);
     free(scr);
     free(ca);
+    free(cs);
 }
 
 /* X in blocks of rows of about GM_ROW_BLOCK_BYTES of int8 codes, each block
