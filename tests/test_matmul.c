@@ -9,8 +9,26 @@
  * unaligned activation pointer; canaries around and between outputs. Two
  * cases per kernel besides: "cancel" (every product zero, the tolerance 0: an
  * offset of the codes must come off exactly) and the columns run in slices
- * (qk_matmul_run_cols, as the threads of a multi-threaded run do). */
+ * (qk_matmul_run_cols, as the threads of a multi-threaded run do).
+ *
+ * QK_TEST_NOMEM=1 runs the same cases with every allocation the kernels make
+ * for themselves failing (malloc and aligned_alloc are wrapped at link time:
+ * the gemm kernels' sums, corrections and scratch, the gemv kernels'
+ * re-laid-out activations): each has a path without it, taken only when
+ * memory runs out, which must give results as good. The run counts the
+ * failed allocations and fails if there were none where a kernel that makes
+ * them ran. */
 #include "test_util.h"
+
+void *__real_malloc(size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+static int nomem;            /* 1 while a kernel runs under QK_TEST_NOMEM */
+static unsigned long denied; /* allocations refused */
+void *__wrap_malloc(size_t n);
+void *__wrap_aligned_alloc(size_t a, size_t n);
+void *__wrap_malloc(size_t n) { return nomem ? (denied++, NULL) : __real_malloc(n); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { return nomem ? (denied++, NULL) : __real_aligned_alloc(a, n); }
+static int nomem_mode;
 
 static const double U = 0x1p-24;
 
@@ -117,11 +135,15 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
         size_t nr = k->nr ? k->nr : 1, cut[4] = {0, nr, 2 * nr, N};
         s = qk_matmul_quantize_acts(&p, M, x, ldx);
         CHECK(s == QK_OK, "quantize_acts: %s", qk_last_error());
+        nomem = nomem_mode;
         if (s == QK_OK) /* run_cols returns nothing: the slices are judged by their output below */
             for (int i = 0; i < 3; i++) qk_matmul_run_cols(&p, M, x, ldx, y, ldy, cut[i], cut[i + 1]);
+        nomem = 0;
         qk_matmul_release(&p);
     } else if (s == QK_OK) {
+        nomem = nomem_mode;
         s = qk_matmul_run(&p, M, x, ldx, y, ldy);
+        nomem = 0;
         CHECK(s == QK_OK, "run: %s", qk_last_error());
         qk_matmul_release(&p);
     }
@@ -158,6 +180,9 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
 int main(void) {
     tu_rng rng = {tu_seed()};
     const int quick = tu_quick();
+    const char *nm = getenv("QK_TEST_NOMEM");
+    nomem_mode = nm && *nm == '1';
+    int allocating = 0; /* a kernel ran that allocates for itself (x86 avx512 tiers) */
     for (size_t ki = 0; ki < qk_matmul_kernel_count; ki++) {
         const qk_matmul_kernel *k = &qk_matmul_kernels[ki];
         const char *why = qk_tier_unavailable_reason(k->tier);
@@ -166,6 +191,7 @@ int main(void) {
             continue;
         }
         int blocks = k->format == QK_Q4_0 || k->format == QK_Q8_0;
+        allocating |= k->tier == QK_TIER_AVX512 || k->tier == QK_TIER_AVX512VNNI;
         size_t nr = k->nr ? k->nr : 1, mr = k->mr ? k->mr : 1;
         size_t Ns[] = {1, nr + 1, 2 * nr + 3, 67};
         size_t Ms[] = {1, mr + 1, 2 * mr + 3};
@@ -238,6 +264,10 @@ int main(void) {
         cases++;
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
         printf("%-40s %d/%d shapes within the error model\n", k->name, good, cases);
+    }
+    if (nomem_mode) {
+        printf("QK_TEST_NOMEM: %lu allocations refused to the kernels\n", denied);
+        if (allocating) CHECK(denied > 0, "no kernel allocation was refused: the out-of-memory paths did not run");
     }
     return tu_finish("test_matmul");
 }
