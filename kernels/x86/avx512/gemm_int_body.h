@@ -405,8 +405,9 @@ QK_INLINE void gm_tile(gm_fmt f, size_t mr, const qk_matmul_args *a, const uint8
         GM_UNROLL for (size_t m = 0; m < mr; m++) {
             int32_t sum = 0;
             int whole = kg == j * g && ke == (j + 1) * g;
-            if (off) sum = -off * (whole ? xq->sums[(m0 + m) * ng + j] : ps ? ps[m * pst] : gm_act_sum(xr[m], kg, ke));
-            if (off && whole && io.cs) sum = io.cs[(m0 + m - io.r0) * ng + j];
+            if (off)
+                sum = whole && io.cs ? io.cs[(m0 + m - io.r0) * ng + j]
+                                     : -off * (whole ? xq->sums[(m0 + m) * ng + j] : ps ? ps[m * pst] : gm_act_sum(xr[m], kg, ke));
             __m512i c = _mm512_set1_epi32(sum);
             GM_UNROLL for (size_t b = 0; b < GM_NB; b++) acc[m][b] = c;
         }
@@ -548,8 +549,8 @@ static int32_t *gm_piece_sums(gm_fmt f, const qk_matmul_args *a, size_t r0, size
 
 /* Each group's correction for rows [r0, r1) (row r, group j at (r - r0)·ng
  * + j), made once per block of rows so that the tiles load and broadcast it:
- * w4a the factor of its min term, sa·Σa (into *ca), the codes stored with an
- * offset the start of their int32 sums, -off·Σa (into *cs). Without them a
+ * for w4a the factor of its min term, sa·Σa (into *ca); for codes stored with
+ * an offset, the value their int32 sums start at, -off·Σa (into *cs). Without them a
  * tile made these from the sums in a general register each group and moved
  * them to a vector (4 int-to-float conversions and multiplies for w4a; for
  * the others 4 broadcasts from a general register, which a tile of W8A8 at
