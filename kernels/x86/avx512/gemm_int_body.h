@@ -332,7 +332,13 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
  * L2 prefetch for 4-bit codes and as an L1 prefetch of the next row tile's
  * activations (tried for 8-bit codes, dropped: within ±5% over five A/B
  * runs of 64x4096x14336, 64x14336x4096 and 256x4096x4096 on the Oxide
- * host), so every path takes it. */
+ * host), so every path takes it. Also tried on W8A8 and W4A8 at g = 32
+ * (in-process A/B of copies of this body, 2026-12-06; none kept): no
+ * prefetch (slower by up to a tenth from DRAM), the slice after next into L1
+ * or into L2, an extra L2 prefetch one slice further, non-temporal hints,
+ * and slices of 256, 1024 or 2048 values for 8-bit codes; none was faster.
+ * From cache the g = 32 tile runs about a tenth faster than on the prefill
+ * shapes, whose weights come from DRAM; that gap is still open. */
 QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }
