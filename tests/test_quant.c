@@ -311,7 +311,6 @@ static void test_nonfinite(void) {
     }
 }
 
-/* Dequantization of arbitrary codes (not only ones a quantizer makes). */
 /* Groups whose values all have one sign (the SIMD quantizers find a group's
  * min and max from the integer order of its bits, which needs both signs,
  * and fall back to FP min/max): rows of positive, of negative and of mixed
@@ -346,6 +345,7 @@ static void test_one_sign(tu_rng *rng) {
     free(x);
 }
 
+/* Dequantization of arbitrary codes (not only ones a quantizer makes). */
 static void test_dequantize_variants(tu_rng *rng) {
     for (size_t ki = 0; ki < qk_dequantize_kernel_count; ki++) {
         const qk_dequantize_kernel *k = &qk_dequantize_kernels[ki];
