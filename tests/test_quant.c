@@ -311,6 +311,43 @@ static void test_nonfinite(void) {
     }
 }
 
+/* The "f16sub" and "offset" data must reach the clamp of the quantizers
+ * with f16 scales, else test_quantize_variants would not see a variant
+ * that drops it: the codes the reference rounds before clamping, counted
+ * below 0 (w4a) or below -qmax, and above 15 or qmax, at g = 32 and 128. */
+static void test_clamp_reached(tu_rng *rng) {
+    const size_t rows = 2, K = 4096;
+    float *x = malloc(rows * K * sizeof *x);
+    CHECK(x != NULL, "out of memory");
+    if (!x) return;
+    const qk_format fs[] = {QK_W4A, QK_W4S, QK_W8S};
+    for (size_t fi = 0; fi < 3; fi++)
+        for (size_t g = 32; g <= 128; g *= 4) {
+            size_t lo = 0, hi = 0;
+            for (int kind = TU_F16SUB; kind <= TU_OFFSET; kind++) {
+                tu_fill(rng, x, rows * K, kind);
+                qk_qmat m = qalloc(fs[fi], QK_SCALE_F16, rows, K, g);
+                CHECK(qk_quantize_with(scalar_quantize(fs[fi]), x, K, &m) == QK_OK, "%s", qk_last_error());
+                const float qmax = fs[fi] == QK_W8S ? 127.0f : fs[fi] == QK_W4S ? 7.0f : 15.0f;
+                const float qmin = fs[fi] == QK_W4A ? 0.0f : -qmax;
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t i = 0; i < K; i++) {
+                        float id = 1.0f / qk_qmat_scale(&m, r, i / g);
+                        if (isinf(id)) id = 0.0f; /* as the reference's inverse scale */
+                        float v = fs[fi] == QK_W4A ? (x[r * K + i] - qk_qmat_min(&m, r, i / g)) * id : x[r * K + i] * id;
+                        float q = roundf(v);
+                        lo += q < qmin;
+                        hi += q > qmax;
+                    }
+                qk_qmat_free(&m);
+            }
+            CHECK(hi > 0 && (fs[fi] != QK_W4A || lo > 0), "%s g%zu: the clamp never acts on f16sub/offset data (%zu low, %zu high)",
+                  qk_format_name(fs[fi]), g, lo, hi);
+            printf("clamp reached: %s g%zu f16, %zu codes below the range, %zu above\n", qk_format_name(fs[fi]), g, lo, hi);
+        }
+    free(x);
+}
+
 /* Groups whose values all have one sign (the SIMD quantizers find a group's
  * min and max from the integer order of its bits, which needs both signs,
  * and fall back to FP min/max): rows of positive, of negative and of mixed
@@ -619,6 +656,7 @@ int main(void) {
     test_quantize_variants(&rng);
     test_nonfinite();
     test_one_sign(&rng);
+    test_clamp_reached(&rng);
     test_dequantize_variants(&rng);
     test_dequantize_large(&rng);
     test_quantize_large(&rng);

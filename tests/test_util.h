@@ -79,17 +79,29 @@ static inline uint64_t tu_seed(void) {
 static inline size_t tu_tail_k(int i, int odd) { return (i ? 1062 : 70) + (odd ? 1 : 0); }
 
 /* Kinds of test data: each stresses a different part of the rules. */
-enum { TU_GAUSS, TU_UNIFORM, TU_OUTLIER, TU_TIES, TU_ZEROS, TU_TINY, TU_SMALL, TU_HUGE, TU_NEGEXT, TU_KINDS };
-static const char *const tu_kind_names[TU_KINDS] = {"gauss", "uniform", "outlier", "ties", "zeros", "tiny", "small", "huge", "negext"};
+enum { TU_GAUSS, TU_UNIFORM, TU_OUTLIER, TU_TIES, TU_ZEROS, TU_TINY, TU_SMALL, TU_HUGE, TU_NEGEXT, TU_F16SUB, TU_OFFSET, TU_KINDS };
+static const char *const tu_kind_names[TU_KINDS] = {"gauss", "uniform", "outlier", "ties", "zeros", "tiny",
+                                                    "small", "huge", "negext", "f16sub", "offset"};
 
 /* Fill n floats of one kind. "ties" puts many values on x·id = k + 0.5 for a
  * group absmax of 7 or 127; "zeros" makes every other 32-group zero; "tiny" is
  * f32 denormals; "small" is normal floats near 1e-38, whose groups' scales are
- * subnormal with an inverse that is finite but overflows when doubled; "huge" is up to 1e37; "negext" makes a group's extreme negative. */
+ * subnormal with an inverse that is finite but overflows when doubled; "huge" is up to 1e37; "negext" makes a group's extreme negative.
+ * Two kinds make the f16-scale clamp of the quantizers act (tu_clamp_hits
+ * counts it): "f16sub" is blocks of 256 values of magnitude 1e-7..1e-5,
+ * whose f16 scales are subnormal and round far from the exact ones; "offset"
+ * is blocks of 256 values within c·2^-11 of an offset c (|c| 64..4096),
+ * whose w4a min, rounded to f16, misses the group's min by up to as much as
+ * the group's range. */
 static inline void tu_fill(tu_rng *r, float *x, size_t n, int kind) {
+    double blk = 0.0;
     for (size_t i = 0; i < n; i++) {
         double v;
+        if (i % 256 == 0 && kind == TU_F16SUB) blk = 1e-7 * pow(100.0, tu_uniform(r));
+        if (i % 256 == 0 && kind == TU_OFFSET) blk = (64.0 + 4032.0 * tu_uniform(r)) * (tu_next(r) & 1 ? 1 : -1);
         switch (kind) {
+        case TU_F16SUB: v = tu_gauss(r) * blk; break;
+        case TU_OFFSET: v = blk * (1.0 + 0x1p-11 * (2.0 * tu_uniform(r) - 1.0)); break;
         case TU_UNIFORM: v = 2.0 * tu_uniform(r) - 1.0; break;
         case TU_OUTLIER: v = tu_gauss(r) * ((i % 97) == 5 ? 40.0 : 1.0); break;
         case TU_TIES: v = (i % 32 == 0) ? 127.0 : (double)((int)(tu_next(r) % 255) - 127) + 0.5 * (tu_next(r) & 1 ? 1 : -1); break;
