@@ -352,16 +352,20 @@ static void test_clamp_reached(tu_rng *rng) {
  * min and max from the integer order of its bits, which needs both signs,
  * and fall back to FP min/max): rows of positive, of negative and of mixed
  * values, with zeros, in the chunked paths (g = 32..256) and per channel,
- * bit-exact with the reference. */
+ * bit-exact with the reference. The zeros are +0 and -0: where a group's
+ * min or max is zero, w4a stores the sign of the group's first zero, as the
+ * reference's fminf/fmaxf keep the first of equal values (rows 2, 4 and 5:
+ * positive values with zeros, negative ones with zeros, only zeros). */
 static void test_one_sign(tu_rng *rng) {
-    const size_t rows = 4, K = 1024;
+    const size_t rows = 6, K = 1024;
     float *x = malloc(rows * K * sizeof *x);
     CHECK(x != NULL, "out of memory");
     if (!x) return;
     for (size_t i = 0; i < rows * K; i++) {
         float u = (float)(0.01 + tu_uniform(rng)); /* [0.01, 1.01) */
+        float z = tu_next(rng) & 1 ? -0.0f : 0.0f;
         size_t r = i / K;
-        x[i] = r == 0 ? u : r == 1 ? -u : r == 2 ? (i % 7 ? u : 0.0f) : (i % 2 ? u : -u);
+        x[i] = r == 0 ? u : r == 1 ? -u : r == 2 ? (i % 7 ? u : z) : r == 3 ? (i % 2 ? u : -u) : r == 4 ? (i % 5 ? -u : z) : z;
     }
     for (size_t ki = 0; ki < qk_quantize_kernel_count; ki++) {
         const qk_quantize_kernel *k = &qk_quantize_kernels[ki];
