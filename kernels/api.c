@@ -1,5 +1,6 @@
 /* The public entry points: validate everything first (so a bad call touches
  * no output), then run the dispatcher's variant or a given one. */
+#include <float.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -40,16 +41,21 @@ static qk_status report_nonfinite(const float *x, size_t ldx, size_t rows, size_
     return qk_fail(QK_ERR_NONFINITE, "%s produced a non-finite value", what);
 }
 
-static qk_status report_bits(int bad, const float *x, size_t ldx, size_t rows, size_t cols, const char *what) {
+/* f16: the scales are stored as f16 (else f32, where only w4a's max - min
+ * of a group can overflow). */
+static qk_status report_bits(int bad, const float *x, size_t ldx, size_t rows, size_t cols, const char *what, int f16) {
     if (bad & QK_ROW_NONFINITE) return report_nonfinite(x, ldx, rows, cols, what);
     if (bad & QK_ROW_RANGE) {
         float amax = 0.0f;
         for (size_t r = 0; r < rows; r++)
             for (size_t c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(x[r * ldx + c]));
+        if (!f16)
+            return qk_fail(QK_ERR_RANGE, "the range (max - min) of a group of %s overflows f32 (largest |x| is %g): rescale the data", what,
+                           (double)amax);
         return qk_fail(QK_ERR_RANGE,
-                       "a group scale of %s does not fit its storage type (largest |x| is %g; f16 holds at most 65504): "
+                       "a group scale of %s does not fit its storage type (largest |x| is %g; f16 holds at most 65504%s): "
                        "store scales as f32 or rescale the data",
-                       what, (double)amax);
+                       what, (double)amax, amax > FLT_MAX / 2 ? ", and a group's max - min may overflow f32" : "");
     }
     return QK_OK;
 }
@@ -64,7 +70,7 @@ qk_status qk_quantize_with(const qk_quantize_kernel *k, const float *x, size_t l
                        qk_format_name(out->format));
     if ((s = check_tier(k->tier, k->name))) return s;
     int bad = k->run(x, ldx, out);
-    return report_bits(bad, x, ldx, out->rows, out->cols, "input x");
+    return report_bits(bad, x, ldx, out->rows, out->cols, "input x", out->scale_type == QK_SCALE_F16);
 }
 
 qk_status qk_quantize(const float *x, size_t ldx, qk_qmat *out) {
@@ -109,7 +115,7 @@ qk_status qk_actquant_with(const qk_actquant_kernel *k, const float *x, size_t l
         return qk_fail(QK_ERR_MODE, "%s applies rule %s, the buffer wants %s", k->name, qk_act_rule_name(k->rule),
                        qk_act_rule_name(out->rule));
     if ((s = check_tier(k->tier, k->name))) return s;
-    return report_bits(k->run(x, ldx, out), x, ldx, out->rows, out->cols, "activations x");
+    return report_bits(k->run(x, ldx, out), x, ldx, out->rows, out->cols, "activations x", 1);
 }
 
 qk_status qk_actquant(const float *x, size_t ldx, qk_qact *out) {
@@ -182,7 +188,7 @@ qk_status qk_matmul_quantize_acts(qk_matmul_plan *p, size_t M, const float *x, s
     qk_qact view = p->act;
     view.rows = M;
     int bad = p->actq->run(x, ldx, &view);
-    return report_bits(bad, x, ldx, M, p->w->cols, "activations x");
+    return report_bits(bad, x, ldx, M, p->w->cols, "activations x", 1);
 }
 
 void qk_matmul_run_cols(const qk_matmul_plan *p, size_t M, const float *x, size_t ldx, float *y, size_t ldy, size_t n0, size_t n1) {

@@ -311,6 +311,44 @@ static void test_nonfinite(void) {
     }
 }
 
+/* w4a: a group whose max - min overflows f32 (±3e38) is reported as a range
+ * error, with f32 and with f16 scales, in the chunked paths (g = 32..256)
+ * and per channel, and every other group is quantized as the reference
+ * does. */
+static void test_w4a_range(void) {
+    const size_t rows = 4, K = 1024;
+    float *x = malloc(rows * K * sizeof *x);
+    CHECK(x != NULL, "out of memory");
+    if (!x) return;
+    for (size_t ki = 0; ki < qk_quantize_kernel_count; ki++) {
+        const qk_quantize_kernel *k = &qk_quantize_kernels[ki];
+        if (k->format != QK_W4A || !usable(k->tier, k->name)) continue;
+        for (size_t gi = 0; gi < 5; gi++)
+            for (int st = 0; st <= 1; st++)
+                for (size_t pos = 70; pos < rows * K; pos += 1499) {
+                    size_t g = gi < 4 ? (size_t)32 << gi : K;
+                    for (size_t i = 0; i < rows * K; i++) x[i] = (float)(i % 13) - 6.0f;
+                    size_t g0 = pos / g * g; /* the group's first value, and its last */
+                    x[g0] = 3e38f;
+                    x[g0 + g - 1] = -3e38f;
+                    qk_qmat m = qalloc(QK_W4A, (qk_scale_type)st, rows, K, g), mr = qalloc(QK_W4A, (qk_scale_type)st, rows, K, g);
+                    qk_status sr = qk_quantize_with(scalar_quantize(QK_W4A), x, K, &mr), s = qk_quantize_with(k, x, K, &m);
+                    const char *want = st == QK_SCALE_F32 ? "overflows f32" : "may overflow f32";
+                    CHECK(sr == QK_ERR_RANGE && s == QK_ERR_RANGE, "%s g%zu %s: max - min overflowing gave %s (reference %s)", k->name, g,
+                          st ? "f16" : "f32", qk_status_name(s), qk_status_name(sr));
+                    CHECK(strstr(qk_last_error(), want) != NULL, "%s g%zu: message '%s' does not say '%s'", k->name, g, qk_last_error(), want);
+                    size_t diff = 0;
+                    for (size_t r = 0; r < rows; r++)
+                        for (size_t j = 0; j < K / g; j++)
+                            if ((r != g0 / K || j != (g0 % K) / g) && !same_group(&m, &mr, r, j)) diff++;
+                    CHECK(diff == 0, "%s g%zu %s: %zu other groups differ from the reference", k->name, g, st ? "f16" : "f32", diff);
+                    qk_qmat_free(&m);
+                    qk_qmat_free(&mr);
+                }
+    }
+    free(x);
+}
+
 /* The "f16sub" and "offset" data must reach the clamp of the quantizers
  * with f16 scales, else test_quantize_variants would not see a variant
  * that drops it: the codes the reference rounds before clamping, counted
@@ -661,6 +699,7 @@ int main(void) {
     test_nonfinite();
     test_one_sign(&rng);
     test_clamp_reached(&rng);
+    test_w4a_range();
     test_dequantize_variants(&rng);
     test_dequantize_large(&rng);
     test_quantize_large(&rng);
