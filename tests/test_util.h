@@ -74,9 +74,11 @@ static inline uint64_t tu_seed(void) {
 }
 
 /* Per-channel K that is not a multiple of 32, short (i = 0) or long (i = 1):
- * every kernel's K tail (scalar, masked, per 16, per 32). odd: the codes are
- * bytes (w8s, the activation rules), so K may be odd; 4-bit codes need it even. */
-static inline size_t tu_tail_k(int i, int odd) { return (i ? 1062 : 70) + (odd ? 1 : 0); }
+ * every kernel's K tail (scalar, masked, per 16, per 32). 70 leaves 6 values
+ * past the last 32 and 1078 leaves 22, so a tail with a partial second half
+ * of 16 is run too. odd: the codes are bytes (w8s, the activation rules), so
+ * K may be odd; 4-bit codes need it even. */
+static inline size_t tu_tail_k(int i, int odd) { return (i ? 1078 : 70) + (odd ? 1 : 0); }
 
 /* Kinds of test data: each stresses a different part of the rules. */
 enum { TU_GAUSS, TU_UNIFORM, TU_OUTLIER, TU_TIES, TU_ZEROS, TU_TINY, TU_SMALL, TU_HUGE, TU_NEGEXT, TU_F16SUB, TU_OFFSET, TU_KINDS };
@@ -87,8 +89,8 @@ static const char *const tu_kind_names[TU_KINDS] = {"gauss", "uniform", "outlier
  * group absmax of 7 or 127; "zeros" makes every other 32-group zero; "tiny" is
  * f32 denormals; "small" is normal floats near 1e-38, whose groups' scales are
  * subnormal with an inverse that is finite but overflows when doubled; "huge" is up to 1e37; "negext" makes a group's extreme negative.
- * Two kinds make the f16-scale clamp of the quantizers act (tu_clamp_hits
- * counts it): "f16sub" is blocks of 256 values of magnitude 1e-7..1e-5,
+ * Two kinds make the f16-scale clamp of the quantizers act (test_quant's
+ * test_clamp_reached checks it): "f16sub" is blocks of 256 values of magnitude 1e-7..1e-5,
  * whose f16 scales are subnormal and round far from the exact ones; "offset"
  * is blocks of 256 values within c·2^-11 of an offset c (|c| 64..4096),
  * whose w4a min, rounded to f16, misses the group's min by up to as much as
