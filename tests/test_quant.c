@@ -275,9 +275,7 @@ static void test_nonfinite(void) {
         for (size_t gi = 0; gi < 5; gi++) {
             size_t rows = 4, K = 1024, g = gi < 4 ? (size_t)32 << gi : K;
             if (k->format >= QK_Q4_0 && g != 32) continue;
-            float *xm = malloc(rows * K * sizeof *xm);
-            CHECK(xm != NULL, "out of memory");
-            if (!xm) return;
+            float *xm = tu_floats(rows * K);
             for (size_t b = 0; b < 3; b++)
                 for (size_t pos = 5; pos < rows * K; pos += 997) {
                     for (size_t i = 0; i < rows * K; i++) xm[i] = (float)(i % 13) - 6.0f;
@@ -317,9 +315,7 @@ static void test_nonfinite(void) {
  * does. */
 static void test_w4a_range(void) {
     const size_t rows = 4, K = 1024;
-    float *x = malloc(rows * K * sizeof *x);
-    CHECK(x != NULL, "out of memory");
-    if (!x) return;
+    float *x = tu_floats(rows * K);
     for (size_t ki = 0; ki < qk_quantize_kernel_count; ki++) {
         const qk_quantize_kernel *k = &qk_quantize_kernels[ki];
         if (k->format != QK_W4A || !usable(k->tier, k->name)) continue;
@@ -355,9 +351,7 @@ static void test_w4a_range(void) {
  * below 0 (w4a) or below -qmax, and above 15 or qmax, at g = 32 and 128. */
 static void test_clamp_reached(tu_rng *rng) {
     const size_t rows = 2, K = 4096;
-    float *x = malloc(rows * K * sizeof *x);
-    CHECK(x != NULL, "out of memory");
-    if (!x) return;
+    float *x = tu_floats(rows * K);
     const qk_format fs[] = {QK_W4A, QK_W4S, QK_W8S};
     for (size_t fi = 0; fi < 3; fi++)
         for (size_t g = 32; g <= 128; g *= 4) {
@@ -396,9 +390,7 @@ static void test_clamp_reached(tu_rng *rng) {
  * positive values with zeros, negative ones with zeros, only zeros). */
 static void test_one_sign(tu_rng *rng) {
     const size_t rows = 6, K = 1024;
-    float *x = malloc(rows * K * sizeof *x);
-    CHECK(x != NULL, "out of memory");
-    if (!x) return;
+    float *x = tu_floats(rows * K);
     for (size_t i = 0; i < rows * K; i++) {
         float u = (float)(0.01 + tu_uniform(rng)); /* [0.01, 1.01) */
         float z = tu_next(rng) & 1 ? -0.0f : 0.0f;

@@ -118,6 +118,16 @@ static inline void tu_fill(tu_rng *r, float *x, size_t n, int kind) {
     }
 }
 
+/* n floats, or the test ends (exit 2) when memory runs out. */
+static inline float *tu_floats(size_t n) {
+    float *p = malloc(n * sizeof *p);
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu floats)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
 /* Buffers with canaries: n floats behind and ahead of the data must survive. */
 enum { TU_CANARY = 16 };
 static const uint32_t tu_canary_bits = 0x7fc0dead; /* a NaN pattern no kernel writes */
