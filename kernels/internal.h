@@ -65,6 +65,26 @@ enum { QK_QK4_0 = 32, QK_Q4_0_BYTES = 18, QK_Q8_0_BYTES = 34 };
 
 static inline float qk_round_half_away(float v) { return roundf(v); }
 
+/// Min and max of finite values with -0 below +0 (IEEE 754-2019 minimum and
+/// maximum): the same on every compiler and CPU, where fminf/fmaxf may return
+/// either zero (x86 glibc and GCC builds differ; AArch64's FMINNM orders them
+/// as here). Only the sign of a zero w4a min or max depends on it.
+static inline float qk_min_z(float a, float b) { return b < a || (b == a && signbit(b)) ? b : a; }
+static inline float qk_max_z(float a, float b) { return b > a || (b == a && !signbit(b)) ? b : a; }
+
+/// The zero min (max) of a group whose min (max) is zero, as qk_min_z
+/// (qk_max_z) make it: -0 if the group holds a -0 (+0 if it holds a +0),
+/// for SIMD paths whose FP min/max keep either zero.
+static inline float qk_zero_extreme(const float *x, size_t g, int max) {
+    int pos = 0, neg = 0;
+    for (size_t i = 0; i < g; i++)
+        if (x[i] == 0.0f) {
+            if (signbit(x[i])) neg = 1;
+            else pos = 1;
+        }
+    return max ? (pos ? 0.0f : -0.0f) : (neg ? -0.0f : 0.0f);
+}
+
 /// fp32 -> fp16, round to nearest even, identical to F16C's vcvtps2ph (imm 0)
 /// for every input, subnormals and NaN payloads included. Needs the default
 /// rounding mode and no flush-to-zero (the library is built without fast-math).

@@ -385,9 +385,10 @@ static void test_clamp_reached(tu_rng *rng) {
  * and fall back to FP min/max): rows of positive, of negative and of mixed
  * values, with zeros, in the chunked paths (g = 32..256) and per channel,
  * bit-exact with the reference. The zeros are +0 and -0: where a group's
- * min or max is zero, w4a stores the sign of the group's first zero, as the
- * reference's fminf/fmaxf keep the first of equal values (rows 2, 4 and 5:
- * positive values with zeros, negative ones with zeros, only zeros). */
+ * min or max is zero, w4a stores -0 for a min if the group holds a -0 and
+ * +0 for a max if it holds a +0 (qk_min_z, qk_max_z: -0 below +0, the same
+ * on every CPU and compiler; rows 2, 4 and 5: positive values with zeros,
+ * negative ones with zeros, only zeros). */
 static void test_one_sign(tu_rng *rng) {
     const size_t rows = 6, K = 1024;
     float *x = tu_floats(rows * K);

@@ -84,8 +84,8 @@ int qk_quantize_w4a__scalar(const float *x, size_t ldx, const qk_qmat *out) {
             }
             float mn = xg[0], mx = xg[0];
             for (size_t i = 1; i < g; i++) {
-                mn = fminf(mn, xg[i]);
-                mx = fmaxf(mx, xg[i]);
+                mn = qk_min_z(mn, xg[i]);
+                mx = qk_max_z(mx, xg[i]);
             }
             float d = (mx - mn) / 15.0f;
             if (!isfinite(d)) bad |= QK_ROW_RANGE; /* max - min overflows f32 */

@@ -34,7 +34,6 @@
  *                             (returns its largest |x| bit pattern)
  *   w4a_fused(cur, nxt, g, codes, stats, clamp, m, id, dst, nt, &mn, &mx) -> int
  *                             the same for w4a: min and max of nxt, returns 1 when nxt holds NaN/Inf
- *   first_zero(x, g)          the first zero of a group (its sign), 0 if none
  *   block_stats(p, n, q4, ids, hs, bad) -> qd_mask        q4_0/q8_0 pass 1 over n <= CHUNK blocks
  *                             (without QD_BLOCK_SPLIT)
  *   block_emit(p, n, q4, codes, B0, ids, hs, live)        q4_0/q8_0 pass 2
@@ -337,9 +336,9 @@ QK_INLINE size_t w4a_long(const float *x, size_t ldx, size_t g, size_t ng, size_
             if (more) nonfinite = w4a_fused(NULL, nxt, g, 0, 1, clamp, 0.0f, 0.0f, NULL, nt, &mn, &mx);
             continue;
         }
-        /* the reference's fminf/fmaxf keep the first of equal values: a zero extreme has the sign of the group's first zero */
-        if (mn == 0.0f) mn = first_zero(cur, g);
-        if (mx == 0.0f) mx = first_zero(cur, g);
+        /* a zero extreme has the sign qk_min_z / qk_max_z give it (-0 below +0) */
+        if (mn == 0.0f) mn = qk_zero_extreme(cur, g, 0);
+        if (mx == 0.0f) mx = qk_zero_extreme(cur, g, 1);
         float d = (mx - mn) / 15.0f;
         if (!isfinite(d)) *bad |= QK_ROW_RANGE; /* max - min overflows f32 */
         float m = qk_store_scale(out->mins, G, out->scale_type, mn, bad);

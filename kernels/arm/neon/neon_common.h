@@ -30,8 +30,8 @@ static inline float qk_neon_absmax(const float *x, size_t n) {
 }
 
 /// Min and max over n >= 1 values with FMIN/FMAX: NaN propagates, -0 < +0
-/// (as the reference's fminf/fmaxf, which AArch64 compiles to FMINNM/FMAXNM,
-/// order them), so for finite values the result equals the reference's.
+/// (as the reference's qk_min_z/qk_max_z order them), so for finite values
+/// the result equals the reference's.
 static inline void qk_neon_minmax(const float *x, size_t n, float *mn, float *mx) {
     float32x4_t lo0 = vdupq_n_f32(x[0]), hi0 = lo0, lo1 = lo0, hi1 = lo0;
     size_t i = 0;

@@ -52,15 +52,6 @@ static inline void group_minmax(const float *x, size_t g, __m256i *mn, __m256i *
     *ab = a;
 }
 
-/* The reference keeps the first element reaching the extreme (fminf/fmaxf
- * return their first argument on ties), which only shows for a zero extreme:
- * its sign is the sign of the first zero of the group. */
-static float first_zero(const float *x, size_t g) {
-    for (size_t i = 0; i < g; i++)
-        if (x[i] == 0.0f) return x[i];
-    return 0.0f;
-}
-
 /* Eight scales -> storage; returns the stored values and flags f16 overflow
  * among the first n. */
 static inline __m256 store_scales8(void *p, size_t i, qk_scale_type st, __m256 s, size_t n, int *bad) {
@@ -291,8 +282,8 @@ static int w4a_scales(__m256 lo, __m256 hi, size_t n, int nonfinite, const float
         _mm256_storeu_ps(h, hi);
         for (size_t b = 0; b < n; b++) {
             if (!(zmask >> b & 1)) continue;
-            if (l[b] == 0.0f) l[b] = first_zero(p[b], g);
-            if (h[b] == 0.0f) h[b] = first_zero(p[b], g);
+            if (l[b] == 0.0f) l[b] = qk_zero_extreme(p[b], g, 0); /* the sign qk_min_z / qk_max_z give a zero extreme */
+            if (h[b] == 0.0f) h[b] = qk_zero_extreme(p[b], g, 1);
         }
         lo = _mm256_loadu_ps(l);
         hi = _mm256_loadu_ps(h);

@@ -179,15 +179,24 @@ QK_INLINE __m256i sym4_nibbles(__m512i a, __m512i b, __m512i c, __m512i d) {
 }
 /* ---- w4a ---- */
 
-/* The reference's fminf/fmaxf keep the first of equal values, so when a
- * group's min (max) is zero its sign is that of the group's first zero. */
-static float first_zero(const float *x, size_t g) {
-    for (size_t k = 0; k < g; k += 16) {
-        __mmask16 m = qk512_mask16(g - k);
-        m = _mm512_mask_cmpeq_ps_mask(m, _mm512_maskz_loadu_ps(m, x + k), _mm512_setzero_ps());
-        if (m) return x[k + (size_t)__builtin_ctz(m)];
-    }
-    return 0.0f;
+/* A zero min or max (mn, mx of the n groups of p) gets the sign qk_min_z /
+ * qk_max_z give it (-0 below +0). The integer order of maxbits16 gives that
+ * already; the FP min/max of w4a_stats_fp and w4a_general keep either zero,
+ * so they call this before w4a_scales. */
+static __attribute__((noinline)) void w4a_zero_signs(const float *const *p, size_t n, size_t g, __m512 *mn, __m512 *mx) {
+    __mmask16 zero = _mm512_mask_cmpeq_ps_mask(qk512_mask16(n), *mn, _mm512_setzero_ps()) |
+                     _mm512_mask_cmpeq_ps_mask(qk512_mask16(n), *mx, _mm512_setzero_ps());
+    if (!zero) return;
+    float fmn[CHUNK], fmx[CHUNK];
+    _mm512_storeu_ps(fmn, *mn);
+    _mm512_storeu_ps(fmx, *mx);
+    for (size_t i = 0; i < n; i++)
+        if ((zero >> i) & 1) {
+            if (fmn[i] == 0.0f) fmn[i] = qk_zero_extreme(p[i], g, 0);
+            if (fmx[i] == 0.0f) fmx[i] = qk_zero_extreme(p[i], g, 1);
+        }
+    *mn = _mm512_loadu_ps(fmn);
+    *mx = _mm512_loadu_ps(fmx);
 }
 
 QK_INLINE __m512i w4a_codes(__m512 x, __m512 m, __m512 id, int clamp) {
@@ -198,24 +207,10 @@ QK_INLINE __m512i w4a_codes(__m512 x, __m512 m, __m512 id, int clamp) {
 }
 
 /* Scales of 16 groups from their min and max vectors; returns the groups to quantize. */
-QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g, const qk_qmat *out,
-                               size_t G0, float *ids, float *ms, int twice, int *bad) {
+QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfinite, const qk_qmat *out, size_t G0, float *ids, float *ms,
+                               int twice, int *bad) {
     if (nonfinite) *bad |= QK_ROW_NONFINITE;
     __mmask16 live = qk512_mask16(n) & (__mmask16)~nonfinite;
-    __mmask16 zero = _mm512_mask_cmpeq_ps_mask(live, mn, _mm512_setzero_ps()) | _mm512_mask_cmpeq_ps_mask(live, mx, _mm512_setzero_ps());
-    if (zero) {
-        float fmn[CHUNK], fmx[CHUNK];
-        _mm512_storeu_ps(fmn, mn);
-        _mm512_storeu_ps(fmx, mx);
-        for (size_t i = 0; i < n; i++)
-            if ((zero >> i) & 1) {
-                float z = first_zero(p[i], g);
-                if (fmn[i] == 0.0f) fmn[i] = z;
-                if (fmx[i] == 0.0f) fmx[i] = z;
-            }
-        mn = _mm512_loadu_ps(fmn);
-        mx = _mm512_loadu_ps(fmx);
-    }
     __m512 d = _mm512_div_ps(_mm512_sub_ps(mx, mn), _mm512_set1_ps(15.0f));
     if (_mm512_mask_fpclass_ps_mask(live, d, 0x99)) *bad |= QK_ROW_RANGE; /* max - min overflows f32 */
     mn = qk512_store_scales(out->mins, G0, out->scale_type, live, mn, bad);
@@ -234,7 +229,9 @@ QK_INLINE __mmask16 w4a_scales(__m512 mn, __m512 mx, size_t n, __mmask16 nonfini
  * the vectors in memory the fixed-g paths for g >= 64 run faster). */
 static __mmask16 w4a_scales_of(const __m512 *vmn, const __m512 *vmx, size_t n, __mmask16 nonfinite, const float *const *p, size_t g,
                                const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
-    return w4a_scales(qk512_reduce16_min_ps(vmn), qk512_reduce16_max_ps(vmx), n, nonfinite, p, g, out, G0, ids, ms, 0, bad);
+    __m512 mn = qk512_reduce16_min_ps(vmn), mx = qk512_reduce16_max_ps(vmx);
+    w4a_zero_signs(p, n, g, &mn, &mx);
+    return w4a_scales(mn, mx, n, nonfinite, out, G0, ids, ms, 0, bad);
 }
 
 static void w4a_general(const float *const *p, size_t n, size_t g, const qk_qmat *out, size_t G0, int *bad) {
@@ -364,7 +361,8 @@ static __mmask16 w4a_stats_fp(const float *const *p, size_t g, const qk_qmat *ou
     }
     /* NaN seen by the unordered compares; ±Inf ends up in a min or a max */
     if (nan || _mm512_fpclass_ps_mask(lo, 0x18) | _mm512_fpclass_ps_mask(hi, 0x18)) return 0;
-    return w4a_scales(lo, hi, CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
+    w4a_zero_signs(p, CHUNK, g, &lo, &hi);
+    return w4a_scales(lo, hi, CHUNK, 0, out, G0, ids, ms, g == 32, bad);
 }
 
 /* g = 32: twice the codes' argument, floored: floor(2·v) with
@@ -402,7 +400,7 @@ QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, co
         _mm512_cmpge_epu32_mask(t.umax, _mm512_set1_epi32((int)0xff800000u)))
         return 0; /* NaN or Inf */
     if (_mm512_movepi32_mask(t.smax) | (__mmask16)~_mm512_movepi32_mask(t.umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
-    return w4a_scales(_mm512_castsi512_ps(t.umax), _mm512_castsi512_ps(t.smax), CHUNK, 0, p, g, out, G0, ids, ms, g == 32, bad);
+    return w4a_scales(_mm512_castsi512_ps(t.umax), _mm512_castsi512_ps(t.smax), CHUNK, 0, out, G0, ids, ms, g == 32, bad);
 }
 
 /* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
