@@ -203,7 +203,7 @@ int main(void) {
             size_t Ks[] = {0, 0, 0, 0, 0};
             size_t g0 = gs[gi];
             Ks[0] = g0 ? g0 : 96;           /* K = g (per-channel: K = 96) */
-            Ks[1] = g0 ? 3 * g0 : 1280;     /* several groups */
+            Ks[1] = blocks ? 928 : g0 ? 3 * g0 : 1280; /* several groups (q4_0/q8_0: 29 blocks, a 16-block chunk and 13: every word of gemv's partial scale vector) */
             Ks[2] = gi == 2 || blocks ? (quick ? 1024 : 16384) : 0; /* long K once */
             if (gi == 3) Ks[2] = quick ? 4096 : 8192; /* g = 256 over 16 and 32 groups: gemv's 16-group scale vectors */
             if (!g0) { /* per channel, K not a multiple of 32 (odd where the codes are bytes): every kernel's K tail */
