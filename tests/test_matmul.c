@@ -178,13 +178,19 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
 }
 
 int main(void) {
-    tu_rng rng = {tu_seed()};
+    const uint64_t seed = tu_seed();
     const int quick = tu_quick();
+    size_t unselected = 0;
     const char *nm = getenv("QK_TEST_NOMEM");
     nomem_mode = nm && *nm == '1';
     int allocating = 0; /* a kernel ran that allocates for itself (x86 avx512 tiers) */
     for (size_t ki = 0; ki < qk_matmul_kernel_count; ki++) {
         const qk_matmul_kernel *k = &qk_matmul_kernels[ki];
+        if (!tu_selected(k->name)) {
+            unselected++;
+            continue;
+        }
+        tu_rng rng = tu_kernel_rng(seed, k->name);
         const char *why = qk_tier_unavailable_reason(k->tier);
         if (why) {
             tu_skipf("%s: %s", k->name, why);
@@ -265,6 +271,7 @@ int main(void) {
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
         printf("%-40s %d/%d shapes within the error model\n", k->name, good, cases);
     }
+    if (unselected) printf("QK_TEST_KERNELS=%s: %zu kernels not run\n", getenv("QK_TEST_KERNELS"), unselected);
     if (nomem_mode) {
         printf("QK_TEST_NOMEM: %lu allocations refused to the kernels\n", denied);
         if (allocating) CHECK(denied > 0, "no kernel allocation was refused: the out-of-memory paths did not run");

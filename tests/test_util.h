@@ -3,6 +3,7 @@
 #ifndef QK_TEST_UTIL_H
 #define QK_TEST_UTIL_H
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -64,6 +65,22 @@ static inline double tu_uniform(tu_rng *r) { return (double)(tu_next(r) >> 11) *
 static inline double tu_gauss(tu_rng *r) {
     double u = tu_uniform(r), v = tu_uniform(r);
     return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+}
+
+/* QK_TEST_KERNELS=GLOB (fnmatch, e.g. 'qk_gemv_*__avx512*'): the tests that
+ * loop over kernels run only those whose name matches. */
+static inline int tu_selected(const char *name) {
+    const char *g = getenv("QK_TEST_KERNELS");
+    return !g || !*g || fnmatch(g, name, 0) == 0;
+}
+
+/* A kernel's own stream, from the run's seed and its name: its data do not
+ * depend on which kernels ran before it, so a run of one kernel
+ * (QK_TEST_KERNELS) draws what the full run drew for it. */
+static inline tu_rng tu_kernel_rng(uint64_t seed, const char *name) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
+    return (tu_rng){seed ^ h};
 }
 
 static inline uint64_t tu_seed(void) {
