@@ -213,6 +213,7 @@ int main(void) {
             Ks[2] = gi == 2 || blocks ? (quick ? 1024 : 16384) : 0; /* long K once */
             if (gi == 3) Ks[2] = quick ? 4096 : 8192; /* g = 256 over 16 and 32 groups: gemv's 16-group scale vectors */
             if (!g0) { /* per channel, K not a multiple of 32 (odd where the codes are bytes): every kernel's K tail */
+                Ks[2] = k->format == QK_W8S ? 1216 : 1152; /* an odd number of the avx512 gemv's blocks (64 values of 8-bit codes, 128 of 4-bit) */
                 Ks[3] = tu_tail_k(0, k->format == QK_W8S);
                 Ks[4] = tu_tail_k(1, k->format == QK_W8S);
             }
