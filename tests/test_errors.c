@@ -76,6 +76,78 @@ int main(void) {
     broken.cols = 100;
     EXPECT_ERR(qk_gemv(QK_W4A32, &broken, x, y), QK_ERR_SHAPE, "K=100 is not a multiple of group size 32");
 
+    /* a matrix struct filled or changed by hand: every field the kernels read is checked */
+    broken = w;
+    broken.codes = NULL;
+    EXPECT_ERR(qk_quantize(x, 128, &broken), QK_ERR_ARG, "output matrix has no codes");
+    broken = w;
+    broken.scales = NULL;
+    EXPECT_ERR(qk_quantize(x, 128, &broken), QK_ERR_ARG, "output matrix has no scales");
+    broken = w;
+    broken.row_bytes = 60;
+    EXPECT_ERR(qk_dequantize(&broken, y, 128), QK_ERR_ARG, "matrix has row_bytes=60, expected 64");
+    broken = w;
+    broken.rows = 0;
+    EXPECT_ERR(qk_quantize(x, 128, &broken), QK_ERR_SHAPE, "rows=0");
+    broken = w;
+    broken.group = 48;
+    EXPECT_ERR(qk_gemv(QK_W4A32, &broken, x, y), QK_ERR_SHAPE, "group size 48");
+    qk_qmat wa;
+    if (qk_qmat_alloc(&wa, QK_W4A, QK_SCALE_F32, 4, 128, 32) || qk_quantize(x, 128, &wa)) return 2;
+    broken = wa;
+    broken.mins = NULL;
+    EXPECT_ERR(qk_quantize(x, 128, &broken), QK_ERR_ARG, "(w4a) has no offsets");
+    EXPECT_ERR(qk_gemv(QK_W4A8, &broken, x, y), QK_ERR_ARG, "(w4a) has no offsets");
+    qk_qmat_free(&wa);
+
+    /* an activation buffer changed by hand, a NULL kernel or plan */
+    qk_qact act;
+    if (qk_qact_alloc(&act, QK_ACT_A8, 1, 128, 32)) return 2;
+    qk_qact bad_act = act;
+    bad_act.sums = NULL;
+    EXPECT_ERR(qk_actquant(x, 128, &bad_act), QK_ERR_ARG, "activation buffer is not allocated");
+    bad_act = act;
+    bad_act.rule = QK_ACT_F32;
+    EXPECT_ERR(qk_actquant(x, 128, &bad_act), QK_ERR_ARG, "activation rule 0 does not quantize");
+    EXPECT_ERR(qk_actquant(x, 100, &act), QK_ERR_ARG, "row stride of activations x (100)");
+    EXPECT_ERR(qk_actquant(x, 128, NULL), QK_ERR_ARG, "activation buffer is NULL");
+    EXPECT_ERR(qk_quantize_with(NULL, x, 128, &w), QK_ERR_ARG, "kernel is NULL");
+    EXPECT_ERR(qk_dequantize_with(NULL, &w, y, 128), QK_ERR_ARG, "kernel is NULL");
+    EXPECT_ERR(qk_actquant_with(NULL, x, 128, &act), QK_ERR_ARG, "kernel is NULL");
+    EXPECT_ERR(qk_matmul_prepare(NULL, NULL, QK_OP_GEMV, QK_W4A32, &w, 1), QK_ERR_ARG, "plan is NULL");
+    qk_matmul_plan unprepared = {0};
+    EXPECT_ERR(qk_matmul_run(&unprepared, 1, x, 128, y, 4), QK_ERR_ARG, "plan is not prepared");
+    EXPECT_ERR(qk_matmul_prepare(&unprepared, NULL, (qk_op)7, QK_W4A32, &w, 1), QK_ERR_ARG, "unknown op 7");
+    EXPECT_ERR(qk_matmul_prepare(&unprepared, NULL, QK_OP_GEMV, QK_W4A32, &w, 2), QK_ERR_SHAPE, "gemv takes M=1, not M=2");
+
+    /* a kernel whose tier this CPU (or the QK_ISA cap) does not allow: refused, never run
+     * (test_errors.qk_isa_avx2 caps the tiers, so this runs on every x86 host) */
+    int refused = 0;
+    for (size_t i = 0; i < qk_quantize_kernel_count && !refused; i++)
+        if (qk_quantize_kernels[i].format == QK_W4S && qk_tier_unavailable_reason(qk_quantize_kernels[i].tier)) {
+            EXPECT_ERR(qk_quantize_with(&qk_quantize_kernels[i], x, 128, &w), QK_ERR_UNSUPPORTED, "cannot run here");
+            refused++;
+        }
+    for (size_t i = 0; i < qk_dequantize_kernel_count && refused < 2; i++)
+        if (qk_dequantize_kernels[i].format == QK_W4S && qk_tier_unavailable_reason(qk_dequantize_kernels[i].tier)) {
+            EXPECT_ERR(qk_dequantize_with(&qk_dequantize_kernels[i], &w, y, 128), QK_ERR_UNSUPPORTED, "cannot run here");
+            refused++;
+        }
+    for (size_t i = 0; i < qk_actquant_kernel_count && refused < 3; i++)
+        if (qk_actquant_kernels[i].rule == QK_ACT_A8 && qk_tier_unavailable_reason(qk_actquant_kernels[i].tier)) {
+            EXPECT_ERR(qk_actquant_with(&qk_actquant_kernels[i], x, 128, &act), QK_ERR_UNSUPPORTED, "cannot run here");
+            refused++;
+        }
+    for (size_t i = 0; i < qk_matmul_kernel_count && refused < 4; i++) {
+        const qk_matmul_kernel *k = &qk_matmul_kernels[i];
+        if (k->format == QK_W4S && k->mode == QK_W4A32 && k->op == QK_OP_GEMV && qk_tier_unavailable_reason(k->tier)) {
+            EXPECT_ERR(qk_matmul_prepare(&unprepared, k, QK_OP_GEMV, QK_W4A32, &w, 1), QK_ERR_UNSUPPORTED, "cannot run here");
+            refused++;
+        }
+    }
+    if (getenv("QK_EXPECT_REFUSED")) CHECK(refused == 4, "%d of 4 kernels of an unavailable tier were found and refused", refused);
+    qk_qact_free(&act);
+
     /* a kernel for another format, a gemv kernel asked for M > 1 */
     for (size_t i = 0; i < qk_quantize_kernel_count; i++)
         if (qk_quantize_kernels[i].format == QK_W8S) {
