@@ -120,6 +120,18 @@ int main(void) {
     EXPECT_ERR(qk_matmul_prepare(&unprepared, NULL, (qk_op)7, QK_W4A32, &w, 1), QK_ERR_ARG, "unknown op 7");
     EXPECT_ERR(qk_matmul_prepare(&unprepared, NULL, QK_OP_GEMV, QK_W4A32, &w, 2), QK_ERR_SHAPE, "gemv takes M=1, not M=2");
 
+    EXPECT_ERR(qk_gemm(QK_W4A32, NULL, 2, x, 128, y, 8), QK_ERR_ARG, "weight matrix is NULL");
+    for (size_t i = 0; i < qk_dequantize_kernel_count; i++)
+        if (qk_dequantize_kernels[i].format == QK_W8S) {
+            EXPECT_ERR(qk_dequantize_with(&qk_dequantize_kernels[i], &w, y, 128), QK_ERR_MODE, "reads w8s, but the matrix is w4s");
+            break;
+        }
+    for (size_t i = 0; i < qk_actquant_kernel_count; i++)
+        if (qk_actquant_kernels[i].rule == QK_ACT_A4) {
+            EXPECT_ERR(qk_actquant_with(&qk_actquant_kernels[i], x, 128, &act), QK_ERR_MODE, "applies rule");
+            break;
+        }
+
     /* a kernel whose tier this CPU (or the QK_ISA cap) does not allow: refused, never run
      * (test_errors.qk_isa_avx2 caps the tiers, so this runs on every x86 host) */
     int refused = 0;
