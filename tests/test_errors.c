@@ -132,6 +132,70 @@ int main(void) {
             break;
         }
 
+    /* the plan API: its own checks, for callers that prepare once and run many times */
+    EXPECT_ERR(qk_matmul_prepare(&unprepared, NULL, QK_OP_GEMM, QK_W4A8, NULL, 2), QK_ERR_ARG, "weight matrix is NULL");
+    EXPECT_ERR(qk_matmul_prepare(&unprepared, NULL, QK_OP_GEMM, QK_W4A8, &w, 0), QK_ERR_SHAPE, "M=0");
+    for (size_t i = 0; i < qk_matmul_kernel_count; i++)
+        if (qk_matmul_kernels[i].format == QK_W4S && qk_matmul_kernels[i].mode == QK_W4A32 && qk_matmul_kernels[i].op == QK_OP_GEMM) {
+            EXPECT_ERR(qk_matmul_prepare(&unprepared, &qk_matmul_kernels[i], QK_OP_GEMM, QK_W4A8, &w, 2), QK_ERR_MODE,
+                       "computes W4A32 on w4s weights, not W4A8 on w4s");
+            break;
+        }
+    EXPECT_ERR(qk_matmul_repack(NULL), QK_ERR_ARG, "plan is not prepared");
+    qk_matmul_release(NULL); /* a no-op */
+    qk_matmul_plan plan;
+    if (qk_matmul_prepare(&plan, NULL, QK_OP_GEMM, QK_W4A8, &w, 2)) return 2;
+    EXPECT_ERR(qk_matmul_run(&plan, 0, x, 128, y, 8), QK_ERR_SHAPE, "M=0");
+    EXPECT_ERR(qk_matmul_run(&plan, 3, x, 128, y, 8), QK_ERR_SHAPE, "M=3 exceeds the plan's 2 rows");
+    EXPECT_ERR(qk_matmul_run(&plan, 2, NULL, 128, y, 8), QK_ERR_ARG, "activations x is NULL");
+    EXPECT_ERR(qk_matmul_run(&plan, 2, x, 127, y, 8), QK_ERR_ARG, "row stride of activations x (127)");
+    EXPECT_ERR(qk_matmul_run(&plan, 2, x, 128, y, 3), QK_ERR_ARG, "row stride of output y (3)");
+    qk_matmul_release(&plan);
+    EXPECT_ERR(qk_matmul_run(&plan, 1, x, 128, y, 8), QK_ERR_ARG, "plan is not prepared"); /* released */
+
+    /* the outlier transforms (k = NULL: the dispatcher's choice) */
+    float xs[4 * 8], sc[8];
+    for (int i = 0; i < 4 * 8; i++) xs[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < 8; i++) sc[i] = 1.0f + (float)i;
+    EXPECT_ERR(qk_fwht_with(NULL, xs, 8, 0, 8, 8), QK_ERR_SHAPE, "x is empty (0x8)");
+    EXPECT_ERR(qk_fwht_with(NULL, xs, 8, (size_t)-1, 8, 8), QK_ERR_SHAPE, "x is too large");
+    EXPECT_ERR(qk_fwht_with(NULL, NULL, 8, 4, 8, 8), QK_ERR_ARG, "x is NULL");
+    EXPECT_ERR(qk_fwht_with(NULL, xs, 4, 4, 8, 8), QK_ERR_ARG, "row stride of x (4)");
+    EXPECT_ERR(qk_fwht_with(NULL, xs, 8, 4, 8, 6), QK_ERR_SHAPE, "Hadamard block 6 is not a power of two");
+    EXPECT_ERR(qk_fwht_with(NULL, xs, 8, 4, 8, 1), QK_ERR_SHAPE, "Hadamard block 1 is not a power of two");
+    EXPECT_ERR(qk_fwht_with(NULL, xs, 8, 4, 6, 4), QK_ERR_SHAPE, "K=6 is not a multiple of the Hadamard block 4");
+    EXPECT_ERR(qk_colscale_with(NULL, xs, 8, 4, 8, NULL, y, 8), QK_ERR_ARG, "column scales are NULL");
+    EXPECT_ERR(qk_colscale_with(NULL, xs, 8, 4, 8, sc, NULL, 8), QK_ERR_ARG, "y is NULL");
+    EXPECT_ERR(qk_colscale_with(NULL, xs, 8, 0, 8, sc, y, 8), QK_ERR_SHAPE, "x is empty");
+    sc[3] = INFINITY;
+    EXPECT_ERR(qk_colscale_with(NULL, xs, 8, 4, 8, sc, y, 8), QK_ERR_NONFINITE, "column scale 3 is not finite");
+    sc[3] = 4.0f;
+    const uint32_t cols2[2] = {1, 5}, cols_down[2] = {5, 1};
+    EXPECT_ERR(qk_colsplit_with(NULL, xs, 8, 4, 8, cols2, 9, y, 8, y + 32, 2), QK_ERR_SHAPE, "9 outlier columns out of K=8");
+    EXPECT_ERR(qk_colsplit_with(NULL, xs, 8, 4, 8, NULL, 2, y, 8, y + 32, 2), QK_ERR_ARG, "outlier indices are NULL");
+    EXPECT_ERR(qk_colsplit_with(NULL, xs, 8, 4, 8, cols2, 2, y, 8, NULL, 2), QK_ERR_ARG, "xo is NULL");
+    EXPECT_ERR(qk_colsplit_with(NULL, xs, 8, 4, 8, cols2, 2, y, 8, y + 32, 1), QK_ERR_ARG, "row stride of xo (1)");
+    EXPECT_ERR(qk_colsplit_with(NULL, xs, 8, 4, 8, cols_down, 2, y, 8, y + 32, 2), QK_ERR_ARG, "not strictly increasing at 1");
+    EXPECT_ERR(qk_colsplit_with(NULL, xs, 8, 4, 8, cols2, 2, NULL, 8, y + 32, 2), QK_ERR_ARG, "xz is NULL");
+    EXPECT_ERR(qk_gemm_f32_with(NULL, 4, 2, 8, xs, 8, xs, 8, y, 1, 0), QK_ERR_ARG, "row stride of y (1)");
+    EXPECT_ERR(qk_gemm_f32_with(NULL, 4, 0, 8, xs, 8, xs, 8, y, 8, 0), QK_ERR_SHAPE, "w is empty (0x8)");
+    EXPECT_ERR(qk_gemm_f32_with(NULL, 4, 2, 8, xs, 8, NULL, 8, y, 8, 0), QK_ERR_ARG, "w is NULL");
+    const int8_t c8[4 * 8] = {1, -2, 3};
+    const float s4[4] = {1, 1, 1, 1};
+    EXPECT_ERR(qk_gemm_i8_with(NULL, 0, 2, 8, c8, 8, s4, c8, 8, s4, y, 8, 0), QK_ERR_SHAPE, "empty int8 gemm (0x2x8)");
+    EXPECT_ERR(qk_gemm_i8_with(NULL, (size_t)-1, 2, 8, c8, 8, s4, c8, 8, s4, y, 8, 0), QK_ERR_SHAPE, "int8 gemm too large");
+    EXPECT_ERR(qk_gemm_i8_with(NULL, 2, 2, 8, c8, 4, s4, c8, 8, s4, y, 8, 0), QK_ERR_ARG, "int8 row stride below K=8 (x 4, w 8)");
+    EXPECT_ERR(qk_gemm_i8_with(NULL, 2, 2, 8, c8, 8, s4, c8, 8, NULL, y, 8, 0), QK_ERR_ARG, "weight scales are NULL");
+    EXPECT_ERR(qk_gemm_i8_with(NULL, 2, 2, 8, c8, 8, s4, c8, 8, s4, NULL, 8, 0), QK_ERR_ARG, "y is NULL");
+    int8_t q8[4 * 8];
+    float qs[4];
+    EXPECT_ERR(qk_rowquant_i8(xs, 8, 4, 65537, q8, 8, qs), QK_ERR_ARG, "row stride of x (8)");
+    EXPECT_ERR(qk_rowquant_i8(xs, 65537, 1, 65537, q8, 65537, qs), QK_ERR_SHAPE, "int8 rows of K=65537 are above 65536"); /* not read */
+    EXPECT_ERR(qk_rowquant_i8(xs, 8, 4, 8, NULL, 8, qs), QK_ERR_ARG, "int8 codes or scales are NULL");
+    EXPECT_ERR(qk_rowquant_i8(xs, 8, 4, 8, q8, 7, qs), QK_ERR_ARG, "int8 row stride 7 is below K=8");
+    xs[10] = NAN;
+    EXPECT_ERR(qk_rowquant_i8(xs, 8, 4, 8, q8, 8, qs), QK_ERR_NONFINITE, "x[1][2] is not finite");
+
     /* a kernel whose tier this CPU (or the QK_ISA cap) does not allow: refused, never run
      * (test_errors.qk_isa_avx2 caps the tiers, so this runs on every x86 host) */
     int refused = 0;

@@ -177,6 +177,36 @@ static int run_case(const qk_matmul_kernel *k, const shape *sh, int kind, qk_sca
     return ok;
 }
 
+/* qk_matmul_repack: after the weights change in place, a packed kernel's
+ * plan must follow them: the run gives what a plan prepared afresh on the new
+ * weights gives, bit for bit, and not what it gave before. */
+static void test_repack(const qk_matmul_kernel *k, tu_rng *rng) {
+    size_t M = k->op == QK_OP_GEMV ? 1 : 3, N = 2 * (k->nr ? k->nr : 1) + 1, K = 256, g = 32;
+    qk_scale_type st = k->format == QK_Q4_0 || k->format == QK_Q8_0 ? QK_SCALE_F16 : QK_SCALE_F32;
+    float *wf = tu_floats(N * K), *x = tu_floats(M * K), *y = tu_floats(3 * M * N);
+    fill(rng, x, M * K, D_GAUSS);
+    qk_qmat w;
+    qk_matmul_plan p, fresh;
+    if (qk_qmat_alloc(&w, k->format, st, N, K, g)) abort();
+    fill(rng, wf, N * K, D_GAUSS);
+    CHECK(qk_quantize(wf, K, &w) == QK_OK && qk_matmul_prepare(&p, k, k->op, k->mode, &w, M) == QK_OK &&
+              qk_matmul_run(&p, M, x, K, y, N) == QK_OK,
+          "%s: %s", k->name, qk_last_error());
+    fill(rng, wf, N * K, D_GAUSS);
+    CHECK(qk_quantize(wf, K, &w) == QK_OK && qk_matmul_repack(&p) == QK_OK && qk_matmul_run(&p, M, x, K, y + M * N, N) == QK_OK,
+          "%s: %s", k->name, qk_last_error());
+    CHECK(qk_matmul_prepare(&fresh, k, k->op, k->mode, &w, M) == QK_OK && qk_matmul_run(&fresh, M, x, K, y + 2 * M * N, N) == QK_OK,
+          "%s: %s", k->name, qk_last_error());
+    CHECK(memcmp(y + M * N, y + 2 * M * N, M * N * sizeof(float)) == 0, "%s: the repacked plan differs from a fresh one", k->name);
+    CHECK(memcmp(y, y + M * N, M * N * sizeof(float)) != 0, "%s: the run after repack gave the old weights' results", k->name);
+    qk_matmul_release(&p);
+    qk_matmul_release(&fresh);
+    qk_qmat_free(&w);
+    free(wf);
+    free(x);
+    free(y);
+}
+
 int main(void) {
     const uint64_t seed = tu_seed();
     const int quick = tu_quick();
@@ -270,6 +300,7 @@ int main(void) {
         shape tiny = {1, 1, 32, 32, 0};
         cases++;
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
+        if (k->pack) test_repack(k, &rng);
         printf("%-40s %d/%d shapes within the error model\n", k->name, good, cases);
     }
     if (unselected) printf("QK_TEST_KERNELS=%s: %zu kernels not run\n", getenv("QK_TEST_KERNELS"), unselected);
