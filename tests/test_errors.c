@@ -221,7 +221,14 @@ int main(void) {
             refused++;
         }
     }
-    if (getenv("QK_EXPECT_REFUSED")) CHECK(refused == 4, "%d of 4 kernels of an unavailable tier were found and refused", refused);
+    for (size_t i = 0; i < qk_fwht_kernel_count && refused < 5; i++)
+        if (qk_tier_unavailable_reason(qk_fwht_kernels[i].tier)) {
+            float xf[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+            EXPECT_ERR(qk_fwht_with(&qk_fwht_kernels[i], xf, 8, 1, 8, 8), QK_ERR_UNSUPPORTED, "cannot run here");
+            CHECK(xf[0] == 1.0f && xf[7] == 8.0f, "a refused fwht changed its input");
+            refused++;
+        }
+    if (getenv("QK_EXPECT_REFUSED")) CHECK(refused == 5, "%d of 5 kernels of an unavailable tier were found and refused", refused);
     qk_qact_free(&act);
 
     /* a kernel for another format, a gemv kernel asked for M > 1 */
