@@ -255,6 +255,29 @@ int main(void) {
     EXPECT_ERR(qk_mode_parse("W3A3", &md), QK_ERR_ARG, "unknown mode 'W3A3'");
     EXPECT_ERR(qk_tier_parse("sse9", &t), QK_ERR_ARG, "unknown ISA tier 'sse9'");
     CHECK(qk_format_parse("Q4_0", &f) == QK_OK && f == QK_Q4_0, "case-insensitive parse");
+    CHECK(qk_mode_parse("w4a8", &md) == QK_OK && md == QK_W4A8, "mode parse");
+    CHECK(qk_tier_parse("AVX512VNNI", &t) == QK_OK && t == QK_TIER_AVX512VNNI, "tier parse");
+    EXPECT_ERR(qk_format_parse(NULL, &f), QK_ERR_ARG, "no format given");
+
+    /* the small helpers around the structs */
+    EXPECT_ERR(qk_qact_alloc(NULL, QK_ACT_A8, 1, 128, 32), QK_ERR_ARG, "qk_qact_alloc: pointer is NULL");
+    qk_qact qa;
+    EXPECT_ERR(qk_qact_alloc(&qa, QK_ACT_F32, 1, 128, 32), QK_ERR_ARG, "activation rule 0 does not quantize");
+    EXPECT_ERR(qk_qact_alloc(&qa, QK_ACT_A8, 1, 100, 32), QK_ERR_SHAPE, "K=100 is not a multiple of group size 32");
+    qk_qact_free(NULL); /* no-ops */
+    qk_qmat_free(NULL);
+    CHECK(qk_qmat_min(&w, 0, 0) == 0.0f, "the offset of a w4s group is 0");
+    broken = w;
+    broken.format = (qk_format)17;
+    CHECK(qk_qmat_code(&broken, 0, 0) == 0, "the code of an unknown format is 0");
+#if defined(__SANITIZE_ADDRESS__)
+    tu_skipf("out of memory for a matrix: AddressSanitizer aborts on a 2^62-byte request");
+#else
+    EXPECT_ERR(qk_qmat_alloc(&broken, QK_W8S, QK_SCALE_F32, (size_t)1 << 31, (size_t)1 << 31, (size_t)1 << 31), QK_ERR_NOMEM,
+               "out of memory for a 2147483648x2147483648 w8s matrix");
+    EXPECT_ERR(qk_qact_alloc(&qa, QK_ACT_A8, (size_t)1 << 31, (size_t)1 << 31, (size_t)1 << 31), QK_ERR_NOMEM,
+               "out of memory for 2147483648x2147483648 quantized activations");
+#endif
 
     /* NaN/Inf in data: reported by name and position, whatever the mode */
     float xn[128];
