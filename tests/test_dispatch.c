@@ -119,6 +119,28 @@ int main(void) {
         if ((c->tiers >> t) & 1) printf(" %s", qk_tier_name((qk_tier)t));
     printf("\n");
 
+    /* every tier is usable exactly when the CPU has, and the OS enabled, each
+     * feature the tier's instructions need (DESIGN §1; stated here, not read
+     * from arch/cpu.c's table) */
+    static const struct { qk_tier t; qk_feature need[8]; } needs[] = {
+        {QK_TIER_AVX2, {QK_F_AVX2, QK_F_FMA, QK_F_F16C, QK_F_COUNT}},
+        {QK_TIER_AVXVNNI, {QK_F_AVX2, QK_F_FMA, QK_F_F16C, QK_F_AVXVNNI, QK_F_COUNT}},
+        {QK_TIER_AVX512, {QK_F_AVX2, QK_F_FMA, QK_F_F16C, QK_F_AVX512F, QK_F_AVX512BW, QK_F_AVX512DQ, QK_F_AVX512VL, QK_F_COUNT}},
+        {QK_TIER_AVX512VNNI, {QK_F_AVX2, QK_F_FMA, QK_F_F16C, QK_F_AVX512F, QK_F_AVX512BW, QK_F_AVX512DQ, QK_F_AVX512VL, QK_F_AVX512VNNI}},
+        {QK_TIER_NEON, {QK_F_NEON, QK_F_COUNT}},
+        {QK_TIER_NEONDOT, {QK_F_NEON, QK_F_DOTPROD, QK_F_COUNT}},
+        {QK_TIER_NEONI8MM, {QK_F_NEON, QK_F_DOTPROD, QK_F_I8MM, QK_F_COUNT}},
+    };
+    CHECK(c->tiers & 1u, "scalar is not usable");
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++) {
+        int want = 1;
+        for (int j = 0; j < 8 && needs[i].need[j] != QK_F_COUNT; j++)
+            want &= c->cpu_has[needs[i].need[j]] && c->os_enabled[needs[i].need[j]];
+        CHECK(((c->tiers >> needs[i].t) & 1) == (uint32_t)want, "tier %s usable = %u, its features say %d", qk_tier_name(needs[i].t),
+              (c->tiers >> needs[i].t) & 1, want);
+    }
+    CHECK(c->brand[0] != 0, "no CPU name");
+
     if (expect_err) {
         CHECK(qk_isa_env_error() != NULL, "an unknown QK_ISA was not reported");
         CHECK(qk_tier_cap() == QK_TIER_SCALAR, "an unknown QK_ISA must cap at scalar, cap is %s", qk_tier_name(qk_tier_cap()));
