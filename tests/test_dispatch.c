@@ -140,6 +140,25 @@ int main(void) {
               (c->tiers >> needs[i].t) & 1, want);
     }
     CHECK(c->brand[0] != 0, "no CPU name");
+    /* and a tier that is not usable says why: not compiled, or the first feature it lacks */
+    for (int t = 0; t < QK_TIER_COUNT; t++) {
+        const char *why = qk_tier_unavailable_reason((qk_tier)t);
+        if (!qk_tier_compiled((qk_tier)t)) {
+            CHECK(why && strstr(why, "not compiled"), "tier %s is not compiled, reason '%s'", qk_tier_name((qk_tier)t), why ? why : "");
+        } else if (!((c->tiers >> t) & 1)) {
+            int named = 0;
+            for (int f = 0; f < QK_F_COUNT && why; f++) {
+                char lacks[64], off[64];
+                snprintf(lacks, sizeof lacks, "CPU lacks %s", qk_feature_name((qk_feature)f));
+                snprintf(off, sizeof off, "OS has not enabled %s state", qk_feature_name((qk_feature)f));
+                if (!strcmp(why, lacks)) named = !c->cpu_has[f];
+                if (!strncmp(why, off, strlen(off))) named = c->cpu_has[f] && !c->os_enabled[f];
+            }
+            CHECK(named, "tier %s is not usable, reason '%s' does not name a feature it lacks", qk_tier_name((qk_tier)t), why ? why : "");
+        }
+    }
+    CHECK(qk_tier_unavailable_reason((qk_tier)QK_TIER_COUNT) && !strcmp(qk_tier_unavailable_reason((qk_tier)QK_TIER_COUNT), "unknown tier"),
+          "an unknown tier");
 
     if (expect_err) {
         CHECK(qk_isa_env_error() != NULL, "an unknown QK_ISA was not reported");
