@@ -67,8 +67,8 @@ static inline double tu_gauss(tu_rng *r) {
     return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
 }
 
-/* QK_TEST_KERNELS=GLOB (fnmatch, e.g. 'qk_gemv_*__avx512*'): the tests that
- * loop over kernels run only those whose name matches. */
+/* QK_TEST_KERNELS=GLOB (fnmatch, e.g. 'qk_gemv_*__avx512*'): test_matmul runs
+ * only the kernels whose name matches. */
 static inline int tu_selected(const char *name) {
     const char *g = getenv("QK_TEST_KERNELS");
     return !g || !*g || fnmatch(g, name, 0) == 0;
