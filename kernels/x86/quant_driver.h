@@ -34,6 +34,10 @@
  *                             (returns its largest |x| bit pattern)
  *   w4a_fused(cur, nxt, g, codes, stats, clamp, m, id, dst, nt, &mn, &mx) -> int
  *                             the same for w4a: min and max of nxt, returns 1 when nxt holds NaN/Inf
+ *   QD_W4A_AT                 (defined) w4a, g = 32/64/128, chunks within rows: addressed from
+ *                             their base b (never NULL), with w4a_part_at(b, g),
+ *                             w4a_finish_at(part, b, g, out, G0, ids, ms, bad) and
+ *                             w4a_emit_at(b, g, clamp, out, G0, ids, ms, nt) (as the above)
  *   block_stats(p, n, q4, ids, hs, bad) -> qd_mask        q4_0/q8_0 pass 1 over n <= CHUNK blocks
  *                             (without QD_BLOCK_SPLIT)
  *   block_emit(p, n, q4, codes, B0, ids, hs, live)        q4_0/q8_0 pass 2
@@ -259,15 +263,9 @@ static inline int quantize_sym(const float *x, size_t ldx, const qk_qmat *out, i
     return bad;
 }
 
-/* w4a: the full chunks of a fixed g. Returns the groups done. They keep
- * their pointers: addressed from their base (qd_base) they ran 5-9% slower
- * at g = 32 and 128 (16x4096 from L2, a harness over qk_quantize), and so did a
- * build with the second copy of this loop compiled but not used (the
- * function already holds about 21000 instructions; the copy doubles it).
- * In a function of its own, as sym_at, for inputs up to 2 MiB, g = 32 took
- * 0.87 of the time from L2 (qkbench A/B, 16x4096 warm, 3 rounds), but the
- * build ran 1024x4096 from DRAM 1.16x slower (5 rounds), though those take
- * this loop, unchanged: not kept. */
+/* w4a: the full chunks of a fixed g, each group by its pointer (chunks that
+ * cross rows; with QD_W4A_AT, g = 256, whose chunks took 5-10% more time
+ * from their bases). Returns the groups done. */
 QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
     size_t nfull = total / CHUNK, r = 0, j = 0;
     if (!nfull) return 0;
@@ -319,6 +317,88 @@ QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
     return nfull * CHUNK;
 }
 
+#ifdef QD_W4A_AT
+/* w4a, g = 32, 64, 128, when no chunk crosses a row (ng % CHUNK == 0): the
+ * pipelines of w4a_chunks (split at g <= 64), each chunk addressed from its
+ * base (loads at fixed offsets from one register) instead of by CHUNK group
+ * pointers walked, stored and reloaded for every chunk (about a quarter of
+ * the instructions of a g = 32 chunk). A harness calling qk_quantize_with
+ * on 16x4096 from L2, pinned, best of 9 (cycles at 3.5 GHz a chunk of 16
+ * groups, before -> after): g = 32 125 -> 95, g = 64 205 -> 177, g = 128
+ * 394 -> 360; g = 256 from bases took 5-10% more time than by pointers. */
+QK_INLINE void w4a_at_general(const float *b, size_t g, const qk_qmat *out, size_t G0, int *bad) {
+    const float *p[CHUNK];
+    for (size_t i = 0; i < CHUNK; i++) p[i] = b + i * g;
+    w4a_general(p, CHUNK, g, out, G0, bad); /* NaN/Inf in the chunk */
+}
+/* The bases of consecutive chunks that do not cross rows (cpr chunks of
+ * step floats a row), walked without a division per chunk: computing each
+ * as x + (c / cpr)·ldx + (c % cpr)·step (ldx and ng are not constants) took
+ * a tenth more time at g = 32. */
+typedef struct {
+    const float *next, *row;
+    size_t col, cpr, step, ldx;
+} qd_bases;
+QK_INLINE const float *qd_next_base(qd_bases *w) {
+    const float *b = w->next;
+    w->next += w->step;
+    if (++w->col == w->cpr) {
+        w->col = 0;
+        w->row += w->ldx;
+        w->next = w->row;
+    }
+    return qd_nonnull(b);
+}
+QK_INLINE size_t w4a_at_(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, int nt, const qk_qmat *out,
+                         int *bad) {
+    const size_t nfull = total / CHUNK;
+    qd_bases w = {x, x, 0, ng / CHUNK, CHUNK * g, ldx};
+    float ids[2][CHUNK], ms[2][CHUNK];
+    qd_mask live[2];
+    if (!nfull) return 0;
+    const float *b0 = qd_next_base(&w), *b1 = nfull > 1 ? qd_next_base(&w) : b0, *b2 = b1; /* chunks c, c+1, c+2 */
+    live[0] = w4a_finish_at(w4a_part_at(b0, g), b0, g, out, 0, ids[0], ms[0], bad);
+    if (g <= 64) { /* iteration c reads chunk c+2, finishes c+1's scales, writes c's codes */
+        w4a_part_t part[2];
+        if (nfull > 1) part[1] = w4a_part_at(b1, g);
+        for (size_t c = 0; c < nfull; c++, b0 = b1, b1 = b2) {
+            size_t cur = c & 1, nxt = cur ^ 1;
+            if (c + 2 < nfull) part[cur] = w4a_part_at(b2 = qd_next_base(&w), g);
+            if (c + 1 < nfull) live[nxt] = w4a_finish_at(part[nxt], b1, g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
+            if (live[cur] == QD_FULL) w4a_emit_at(b0, g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
+            else w4a_at_general(b0, g, out, c * CHUNK, bad);
+        }
+    } else { /* iteration c does chunk c+1's pass 1 and c's codes */
+        for (size_t c = 0; c < nfull; c++) {
+            size_t cur = c & 1, nxt = cur ^ 1;
+            if (c + 1 < nfull) live[nxt] = w4a_finish_at(w4a_part_at(b1, g), b1, g, out, (c + 1) * CHUNK, ids[nxt], ms[nxt], bad);
+            if (live[cur] == QD_FULL) w4a_emit_at(b0, g, clamp, out, c * CHUNK, ids[cur], ms[cur], nt);
+            else w4a_at_general(b0, g, out, c * CHUNK, bad);
+            b0 = b1;
+            if (c + 2 < nfull) b1 = qd_next_base(&w);
+        }
+    }
+    if (nt) _mm_sfence();
+    return nfull * CHUNK;
+}
+
+/* One specialization per g, clamp and nt (non-temporal stores, a constant
+ * in the code loop), in one function of their own (as sym_at; a function
+ * per specialization ran g = 32 about 5% slower in the harness). */
+static __attribute__((noinline)) size_t w4a_at(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp,
+                                               const qk_qmat *out, int *bad) {
+#define QD_W4A_AT_G(G)                                                                                                            \
+    (use_stream(out) ? (clamp ? w4a_at_(x, ldx, G, ng, total, 1, 1, out, bad) : w4a_at_(x, ldx, G, ng, total, 0, 1, out, bad))    \
+                     : (clamp ? w4a_at_(x, ldx, G, ng, total, 1, 0, out, bad) : w4a_at_(x, ldx, G, ng, total, 0, 0, out, bad)))
+    switch (g) {
+    case 32: return QD_W4A_AT_G(32);
+    case 64: return QD_W4A_AT_G(64);
+    default: return QD_W4A_AT_G(128);
+    }
+#undef QD_W4A_AT_G
+}
+#endif
+
 /* w4a: long groups one at a time (as sym_long). */
 QK_INLINE size_t w4a_long(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, const qk_qmat *out, int *bad) {
     size_t r = 0, j = 0;
@@ -363,6 +443,10 @@ QK_INLINE size_t w4a_fast(const float *x, size_t ldx, size_t g, size_t ng, size_
 QK_INLINE int quantize_w4a(const float *x, size_t ldx, const qk_qmat *out) {
     size_t g = out->group, ng = out->cols / g, total = out->rows * ng, done;
     int bad = 0;
+#ifdef QD_W4A_AT
+    if ((g == 32 || g == 64 || g == 128) && ng % CHUNK == 0) done = w4a_at(x, ldx, g, ng, total, out->scale_type == QK_SCALE_F16, out, &bad);
+    else
+#endif
     if (QD_W4A_CLAMP && out->scale_type == QK_SCALE_F16) done = w4a_fast(x, ldx, g, ng, total, 1, out, &bad);
     else done = w4a_fast(x, ldx, g, ng, total, 0, out, &bad);
     QD_GENERAL_TAIL(x, ldx, g, ng, done, total, w4a_general(p, n, g, out, G0, &bad));

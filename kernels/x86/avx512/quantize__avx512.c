@@ -369,13 +369,14 @@ static __mmask16 w4a_stats_fp(const float *const *p, size_t g, const qk_qmat *ou
  * v = (x - m)·id, the reference's product (id2 = 2·id is exact, and
  * fl(d·id2) = 2·fl(d·id) unless id2 overflows, which w4a_scales sends to
  * w4a_general, or the product is subnormal, where both floors are 0); x - m
- * as fma(x, 1, -m), the same single rounding, on the multiply pipes. The
+ * as a plain subtraction (fma(x, 1, -m), the same rounding on the multiply
+ * pipes, needs a register copy per vector: ~1.5% slower, 16x4096 g = 32). The
  * code round-half-away(v) = floor(v + 1/2) = (floor(2v) + 1) >> 1 for v >= 0
  * (vpavgb with 0, 64 codes at a time, after the packs): the add of
  * 0.49999997 goes, one FP operation per 16 values fewer. The clamp (f16
  * scales) to [0, 15] is one to [0, 30] here. */
 QK_INLINE __m512i w4a_codes2(__m512 x, __m512 m, __m512 id2, int clamp) {
-    __m512 v = _mm512_mul_ps(_mm512_fmsub_ps(x, _mm512_set1_ps(1.0f), m), id2);
+    __m512 v = _mm512_mul_ps(_mm512_sub_ps(x, m), id2);
     if (clamp) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(30.0f));
     return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
 }
@@ -394,13 +395,27 @@ QK_INLINE w4a_part_t w4a_part(const float *const *p, size_t g) {
     maxbits16(p, NULL, CHUNK, g, &t.smax, &t.umax);
     return t;
 }
-QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms,
-                               int *bad) {
+/* w4a_stats_fp of the chunk at base b (QD_W4A_AT: its pointers made here,
+ * on this rare path only). */
+static __attribute__((noinline)) __mmask16 w4a_stats_fp_at(const float *b, size_t g, const qk_qmat *out, size_t G0, float *ids,
+                                                           float *ms, int *bad) {
+    const float *p[CHUNK];
+    for (size_t i = 0; i < CHUNK; i++) p[i] = b + i * g;
+    return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
+}
+/* p, or with p NULL the chunk's base b (QD_W4A_AT) */
+QK_INLINE __mmask16 w4a_finish_(w4a_part_t t, const float *const *p, const float *b, size_t g, const qk_qmat *out, size_t G0, float *ids,
+                                float *ms, int *bad) {
     if (_mm512_cmpge_epi32_mask(t.smax, _mm512_set1_epi32(0x7f800000)) |
         _mm512_cmpge_epu32_mask(t.umax, _mm512_set1_epi32((int)0xff800000u)))
         return 0; /* NaN or Inf */
-    if (_mm512_movepi32_mask(t.smax) | (__mmask16)~_mm512_movepi32_mask(t.umax)) return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
+    if (_mm512_movepi32_mask(t.smax) | (__mmask16)~_mm512_movepi32_mask(t.umax))
+        return p ? w4a_stats_fp(p, g, out, G0, ids, ms, bad) : w4a_stats_fp_at(b, g, out, G0, ids, ms, bad);
     return w4a_scales(_mm512_castsi512_ps(t.umax), _mm512_castsi512_ps(t.smax), CHUNK, 0, out, G0, ids, ms, g == 32, bad);
+}
+QK_INLINE __mmask16 w4a_finish(w4a_part_t t, const float *const *p, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms,
+                               int *bad) {
+    return w4a_finish_(t, p, NULL, g, out, G0, ids, ms, bad);
 }
 
 /* Pass 1 over 16 groups of a fixed g (a multiple of 32, <= 256): min, max,
@@ -463,6 +478,20 @@ QK_INLINE void w4_emit(const float *const *p, const float *b, size_t g, const fl
                 st64(dst + (i * g + k) / 2, run128(NULL, x, ids + i, asym ? ms + i : NULL, 128, asym, 0, clamp), nt);
             }
     }
+}
+
+/* The split pipeline on chunks addressed from their base b (QD_W4A_AT):
+ * loads at fixed offsets from one register, no pointer array. */
+QK_INLINE w4a_part_t w4a_part_at(const float *b, size_t g) {
+    w4a_part_t t;
+    maxbits16(NULL, b, CHUNK, g, &t.smax, &t.umax);
+    return t;
+}
+QK_INLINE __mmask16 w4a_finish_at(w4a_part_t t, const float *b, size_t g, const qk_qmat *out, size_t G0, float *ids, float *ms, int *bad) {
+    return w4a_finish_(t, NULL, b, g, out, G0, ids, ms, bad);
+}
+QK_INLINE void w4a_emit_at(const float *b, size_t g, int clamp, const qk_qmat *out, size_t G0, const float *ids, const float *ms, int nt) {
+    w4_emit(NULL, b, g, ids, ms, 1, clamp, out, G0, nt);
 }
 
 /* Pass 2 over 16 groups: the codes. */
@@ -805,6 +834,7 @@ typedef __mmask16 qd_mask;
 /* 16x4096 warm: w8s g32 1.15-1.19x, w4s g32 1.07x (the avx2 tier: g128 3% slower, so 0 there) */
 #define QD_SYM_PTRS_AHEAD 1
 #define QD_W4A_SPLIT 1
+#define QD_W4A_AT 1
 #define QD_BLOCK_SPLIT 1
 #define QD_BLOCK_AT 1
 #define QD_AT_BASE 1
