@@ -130,6 +130,25 @@ QK_INLINE const float *qd_nonnull(const float *b) {
  * 0.90 of the time. (w4a: see w4a_chunks.) */
 QK_INLINE const float *qd_base(const float *const *p, int at) { return at ? qd_nonnull(p[0]) : NULL; }
 
+/* The bases of consecutive chunks that do not cross rows (cpr chunks of
+ * step floats a row), walked without a division per chunk: computing each
+ * as x + (c / cpr)·ldx + (c % cpr)·step (ldx and ng are not constants) took
+ * a tenth more time at g = 32. */
+typedef struct {
+    const float *next, *row;
+    size_t col, cpr, step, ldx;
+} qd_bases;
+QK_INLINE const float *qd_next_base(qd_bases *w) {
+    const float *b = w->next;
+    w->next += w->step;
+    if (++w->col == w->cpr) {
+        w->col = 0;
+        w->row += w->ldx;
+        w->next = w->row;
+    }
+    return qd_nonnull(b);
+}
+
 /* Inputs of at least QK_STREAM_MIN_BYTES write their codes (w4s, w8s, w4a) with
  * non-temporal stores when the code rows keep whole aligned lines: the code
  * lines are not read for ownership, which leaves the read stream more of the
@@ -147,6 +166,28 @@ QK_INLINE size_t sym_chunks_(const float *x, size_t ldx, size_t g, size_t ng, si
     size_t nfull = total / CHUNK, r = 0, j = 0;
     if (!nfull) return 0;
     int nt = use_stream(out);
+#if QD_AT_BASE
+    if (at) { /* chunks within rows: from their bases (qd_next_base), no pointers but on the NaN/Inf path */
+        qd_bases w = {x, x, 0, ng / CHUNK, CHUNK * g, ldx};
+        float ids[2][CHUNK];
+        qd_mask live[2];
+        const float *b0 = qd_next_base(&w), *b1 = b0;
+        live[0] = sym_stats(NULL, b0, g, qmax, out, 0, ids[0], bad);
+        for (size_t c = 0; c < nfull; c++, b0 = b1) {
+            size_t cur = c & 1, nxt = cur ^ 1;
+            if (c + 1 < nfull) live[nxt] = sym_stats(NULL, b1 = qd_next_base(&w), g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
+            if (live[cur] == QD_FULL) {
+                sym_emit(NULL, b0, g, w8, clamp, out, c * CHUNK, ids[cur], nt);
+            } else { /* NaN/Inf in the chunk */
+                const float *p[CHUNK];
+                for (size_t i = 0; i < CHUNK; i++) p[i] = b0 + i * g;
+                sym_partial(p, g, w8, out, c * CHUNK, ids[cur], live[cur], bad);
+            }
+        }
+        if (nt) _mm_sfence();
+        return nfull * CHUNK;
+    }
+#endif
 #if QD_SYM_PTRS_AHEAD
     const float *p[3][CHUNK]; /* chunk c's pointers in p[c % 3], made an iteration before its pass 1 */
     float ids[2][CHUNK];
@@ -330,24 +371,6 @@ QK_INLINE void w4a_at_general(const float *b, size_t g, const qk_qmat *out, size
     const float *p[CHUNK];
     for (size_t i = 0; i < CHUNK; i++) p[i] = b + i * g;
     w4a_general(p, CHUNK, g, out, G0, bad); /* NaN/Inf in the chunk */
-}
-/* The bases of consecutive chunks that do not cross rows (cpr chunks of
- * step floats a row), walked without a division per chunk: computing each
- * as x + (c / cpr)·ldx + (c % cpr)·step (ldx and ng are not constants) took
- * a tenth more time at g = 32. */
-typedef struct {
-    const float *next, *row;
-    size_t col, cpr, step, ldx;
-} qd_bases;
-QK_INLINE const float *qd_next_base(qd_bases *w) {
-    const float *b = w->next;
-    w->next += w->step;
-    if (++w->col == w->cpr) {
-        w->col = 0;
-        w->row += w->ldx;
-        w->next = w->row;
-    }
-    return qd_nonnull(b);
 }
 QK_INLINE size_t w4a_at_(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, int nt, const qk_qmat *out,
                          int *bad) {

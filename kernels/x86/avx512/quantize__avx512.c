@@ -535,7 +535,9 @@ QK_INLINE void sym_emit(const float *const *p, const float *b, size_t g, int w8,
     } else {
         if (_mm512_fpclass_ps_mask(_mm512_loadu_ps(ids), 0x18)) { /* ids: 2/scale (sym_stats); it overflows (a subnormal scale) */
             int bad = 0;
-            sym_partial(p, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
+            const float *q[CHUNK];
+            for (size_t i = 0; i < CHUNK; i++) q[i] = qk512_at(p, b, i, g); /* p may be NULL with a base b */
+            sym_partial(q, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
             return;
         }
         w4_emit(p, b, g, ids, NULL, 0, clamp, out, G0, nt);
