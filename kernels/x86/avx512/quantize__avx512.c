@@ -649,7 +649,7 @@ QK_INLINE void q4_0_block(const float *x, __m512 id, uint8_t *dst) {
  * 4k..4k+3 of the four 16-value halves), clamped to 15; a 28-bit right shift
  * of each qword puts code j+16 in the high nibble of code j's byte, and one
  * vpermd gathers the two blocks' 16 bytes. */
-QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id1, uint8_t *dst, const uint16_t *hs) {
+QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id1, uint8_t *dst, const uint16_t *hs, int last) {
     const __m512 half8 = _mm512_set1_ps(8.5f);
     __m512i a = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x0), id0), half8));
     __m512i b = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x0 + 16), id0), half8));
@@ -663,7 +663,8 @@ QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id
     const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 29, 28, 21, 20, 13, 12, 5, 4, 33, 25, 24, 17, 16, 9,
                                          8, 1, 0, 32);
     q = _mm512_permutex2var_epi16(q, idx, _mm512_set1_epi32((int)h2));
-    _mm512_mask_storeu_epi8(dst, (__mmask64)0xfffffffffull, q); /* 2 · 18 bytes */
+    if (last) _mm512_mask_storeu_epi8(dst, (__mmask64)0xfffffffffull, q); /* 2 · 18 bytes */
+    else _mm512_storeu_si512(dst, q); /* 2 · 18 bytes and 28 the next pair overwrites */
 }
 
 /* Pass 2 over n <= 16 blocks. */
@@ -675,7 +676,7 @@ QK_INLINE void block_emit_of(const float *const *p, const float *b, size_t n, in
             for (; i < CHUNK; i += 2) {
                 prefetch_lines(qk512_at(p, b, i, 32) + QK_QPF_FAR(32));
                 q4_0_pair(qk512_at(p, b, i, 32), qk512_at(p, b, i + 1, 32), _mm512_set1_ps(ids[i]), _mm512_set1_ps(ids[i + 1]),
-                          codes + (B0 + i) * QK_Q4_0_BYTES, hs + i);
+                          codes + (B0 + i) * QK_Q4_0_BYTES, hs + i, i + 2 == CHUNK);
             }
         for (; i < n; i++) {
             if (!(i & 1)) prefetch_lines(qk512_at(p, b, i, 32) + QK_QPF_FAR(32));
