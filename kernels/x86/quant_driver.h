@@ -23,7 +23,7 @@
  *   w4a_general(p, n, g, out, G0, bad)                    any g, n <= CHUNK groups
  *   QD_W4A_CLAMP              1 when w4a_emit needs a separate f16-scale (clamping) variant
  *   QD_SYM_PTRS_AHEAD         1: w4s/w8s make a chunk's group pointers an iteration before its
- *                             pass 1 (base + i·g when chunks do not cross rows), 0: just before
+ *                             pass 1, 0: just before
  *   QD_W4A_SPLIT              (defined) w4a with g <= 64 splits pass 1 in two, each run a whole
  *                             pass 2 apart: w4a_part(p, g) -> w4a_part_t (reads the chunk),
  *                             w4a_finish(part, p, g, out, G0, ids, ms, bad) -> qd_mask (checks,
@@ -44,9 +44,10 @@
  *   QD_BLOCK_SPLIT            (defined) q4_0/q8_0 split pass 1 as QD_W4A_SPLIT does, with
  *                             block_part(p, n, q4) -> block_part_t and
  *                             block_finish(part, p, n, q4, ids, hs, bad) -> qd_mask (as block_stats)
- *   QD_AT_BASE                1: sym_stats and sym_emit take a chunk base b after p (qd_base:
- *                             the groups are then read from b + i·g; or NULL), 0 (default): they
- *                             take p alone
+ *   QD_AT_BASE                1: sym_stats and sym_emit take a chunk base b after p (the groups
+ *                             are then read from b + i·g, p may be NULL; or b NULL), and w4s/w8s
+ *                             chunks within rows are addressed from their bases; 0 (default):
+ *                             they take p alone
  *   QD_BLOCK_AT               (defined) q4_0/q8_0 inputs that fit a cache take blocks_at, with
  *                             block_stats_at(b, q4, ids, hs, bad) -> qd_mask (pass 1 of the CHUNK
  *                             blocks from b on, as block_stats) and
@@ -122,14 +123,6 @@ QK_INLINE const float *qd_nonnull(const float *b) {
     if (!b) __builtin_unreachable();
     return b;
 }
-/* The base of a chunk whose groups are contiguous (at: the chunks do not
- * cross rows), or NULL: the group functions then address the groups from it
- * (b + i·g, loads at fixed offsets) instead of loading each group's
- * pointer. w4s and w8s (sym_at), qkbench A/B against e227803, 16x4096 warm,
- * 3 rounds, medians: w4s g = 32 0.87, g = 128 0.85; w8s g = 32 0.94, g = 128
- * 0.90 of the time. (w4a: see w4a_chunks.) */
-QK_INLINE const float *qd_base(const float *const *p, int at) { return at ? qd_nonnull(p[0]) : NULL; }
-
 /* The bases of consecutive chunks that do not cross rows (cpr chunks of
  * step floats a row), walked without a division per chunk: computing each
  * as x + (c / cpr)·ldx + (c % cpr)·step (ldx and ng are not constants) took
@@ -157,8 +150,12 @@ static inline int use_stream(const qk_qmat *out) {
     return out->rows * out->cols * sizeof(float) >= QK_STREAM_MIN_BYTES && ((uintptr_t)out->codes & 63) == 0 && out->row_bytes % 64 == 0;
 }
 
-/* w4s, w8s: the full chunks of a fixed g (at: addressed from their base,
- * qd_base). Returns the groups done. */
+/* w4s, w8s: the full chunks of a fixed g (at: chunks within rows, addressed
+ * from their bases; else by their group pointers). Returns the groups done.
+ * From their bases (sym_at), against pointers made base + i·g, qkbench A/B
+ * (16x4096 warm): w4s g = 32 0.87, g = 128 0.85; w8s 0.94, 0.90 of the time;
+ * and walked without a division (qd_next_base), a harness over qk_quantize
+ * (16x4096 from L2): w4s g = 32 96 -> 90 cycles a chunk, w8s 98 -> 94. */
 QK_INLINE size_t sym_chunks_(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int w8, int clamp, const qk_qmat *out,
                              int *bad, int at) {
     (void)at; /* read only with QD_AT_BASE */
@@ -192,15 +189,14 @@ QK_INLINE size_t sym_chunks_(const float *x, size_t ldx, size_t g, size_t ng, si
     const float *p[3][CHUNK]; /* chunk c's pointers in p[c % 3], made an iteration before its pass 1 */
     float ids[2][CHUNK];
     qd_mask live[2];
-    const int contig = ng % CHUNK == 0;
-    QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0], contig, 0);
-    live[0] = QD_B(sym_stats, p[0], qd_base(p[0], at), g, qmax, out, 0, ids[0], bad);
-    if (nfull > 1) QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[1], contig, CHUNK);
+    QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
+    live[0] = QD_B(sym_stats, p[0], NULL, g, qmax, out, 0, ids[0], bad);
+    if (nfull > 1) QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[1]);
     for (size_t c = 0, pc = 0; c < nfull; c++, pc = qd_next3(pc)) {
         size_t cur = c & 1, nxt = cur ^ 1, pn = qd_next3(pc), pf = qd_next3(pn);
-        if (c + 2 < nfull) QD_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[pf], contig, (c + 2) * CHUNK);
-        if (c + 1 < nfull) live[nxt] = QD_B(sym_stats, p[pn], qd_base(p[pn], at), g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
-        if (live[cur] == QD_FULL) QD_B(sym_emit, p[pc], qd_base(p[pc], at), g, w8, clamp, out, c * CHUNK, ids[cur], nt);
+        if (c + 2 < nfull) QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[pf]);
+        if (c + 1 < nfull) live[nxt] = QD_B(sym_stats, p[pn], NULL, g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
+        if (live[cur] == QD_FULL) QD_B(sym_emit, p[pc], NULL, g, w8, clamp, out, c * CHUNK, ids[cur], nt);
         else sym_partial(p[pc], g, w8, out, c * CHUNK, ids[cur], live[cur], bad); /* NaN/Inf in the chunk */
     }
 #else
@@ -208,14 +204,14 @@ QK_INLINE size_t sym_chunks_(const float *x, size_t ldx, size_t g, size_t ng, si
     float ids[2][CHUNK];
     qd_mask live[2];
     QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[0]);
-    live[0] = QD_B(sym_stats, p[0], qd_base(p[0], at), g, qmax, out, 0, ids[0], bad);
+    live[0] = QD_B(sym_stats, p[0], NULL, g, qmax, out, 0, ids[0], bad);
     for (size_t c = 0; c < nfull; c++) {
         size_t cur = c & 1, nxt = cur ^ 1;
         if (c + 1 < nfull) {
             QD_GROUP_PTRS(x, ldx, g, ng, &r, &j, CHUNK, p[nxt]);
-            live[nxt] = QD_B(sym_stats, p[nxt], qd_base(p[nxt], at), g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
+            live[nxt] = QD_B(sym_stats, p[nxt], NULL, g, qmax, out, (c + 1) * CHUNK, ids[nxt], bad);
         }
-        if (live[cur] == QD_FULL) QD_B(sym_emit, p[cur], qd_base(p[cur], at), g, w8, clamp, out, c * CHUNK, ids[cur], nt);
+        if (live[cur] == QD_FULL) QD_B(sym_emit, p[cur], NULL, g, w8, clamp, out, c * CHUNK, ids[cur], nt);
         else sym_partial(p[cur], g, w8, out, c * CHUNK, ids[cur], live[cur], bad); /* NaN/Inf in the chunk */
     }
 #endif
@@ -276,7 +272,7 @@ QK_INLINE size_t sym_fast(const float *x, size_t ldx, size_t g, size_t ng, size_
 }
 
 #if QD_AT_BASE
-/* The chunks addressed from their base (qd_base), when they do not cross
+/* The chunks addressed from their bases, when they do not cross
  * rows, in a function of their own: qkbench A/B (16x4096 warm, 3 rounds),
  * with these chunk loops inlined beside the others instead, per channel
  * (the long groups, code unchanged) took 5% more time. */
