@@ -890,8 +890,49 @@ def t_cachepairs(q):
     print("%d one-thread conversion rows with read pairs" % n)
 
 
+AB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "ab.py")
+
+
+def t_ab(q):
+    """tools/ab.py: time per call (real_time over calls_per_iteration), its errors, a real run."""
+    d = q.fresh("ab")
+    os.makedirs(d)
+
+    def fake(name, real_ns, calls):
+        # a stand-in qkbench that writes one case's Google Benchmark JSON: real_time per iteration, calls per iteration
+        path = os.path.join(d, name)
+        doc = {"benchmarks": [{"name": "quantize/w4s/g32/1x64/t1/warm/k/real_time_median", "run_name": "quantize/w4s/g32/1x64/t1/warm/k/real_time",
+                               "aggregate_name": "median", "real_time": real_ns, "time_unit": "ns", "calls_per_iteration": calls}]}
+        with open(path, "w") as f:
+            f.write("#!%s\nimport sys\nout = [a for a in sys.argv if a.startswith('--benchmark_out=')][0].split('=', 1)[1]\n"
+                    "open(out, 'w').write(%r)\n" % (sys.executable, json.dumps(doc)))
+        os.chmod(path, 0o755)
+        return path
+
+    # the same real_time per iteration, B's batches half as many calls: B takes twice the time per call
+    a, b = fake("fakeA", 1000.0, 10), fake("fakeB", 1000.0, 5)
+    p = subprocess.run([sys.executable, AB, "--rounds", "2", a, b], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, "ab.py on two fakes: exit %d: %s" % (p.returncode, p.stderr))
+    check("quantize/w4s/g32/1x64/t1/warm/k  2.000 [2.00 2.00]  A 0.10 us" in p.stdout, "ratio of time per call: %s" % p.stdout)
+    for args, want in (([a], "two qkbench binaries"), ([a, b, "--frobnicate"], "unknown option"), (["--rounds", "0", a, b], "--rounds"),
+                       ([a, os.path.join(d, "missing")], "not an executable")):
+        p = subprocess.run([sys.executable, AB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(p.returncode == 2 and want in p.stderr, "ab.py %s: exit %d, %s" % (args, p.returncode, p.stderr.strip()))
+    # a real run of this qkbench against itself: every case once, a ratio each
+    if q.emu:
+        return
+    p = subprocess.run([sys.executable, AB, "--rounds", "1", q.exe, q.exe, "--", "--shape", "1x256x1024", "--group", "32", "--reps", "2",
+                        "--min-time", "0.002", "--results", q.results, "--filter", "^dequantize/w8s/.*__scalar$"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("dequantize/w8s/")]
+    check(p.returncode == 0 and len(lines) == 1, "ab.py qkbench qkbench: exit %d, %s %s" % (p.returncode, p.stdout, p.stderr))
+    for l in lines:
+        r = float(l.split()[1])
+        check(0.2 < r < 5, "a build against itself: ratio %g" % r)
+
+
 TESTS = {"cachepairs": t_cachepairs, "peakpairs": t_peakpairs, "targets": t_targets, "slowcore": t_slowcore, "probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
-         "sigint": t_sigint, "report": t_report, "emulation": t_emulation}
+         "sigint": t_sigint, "report": t_report, "emulation": t_emulation, "ab": t_ab}
 
 
 def main():
