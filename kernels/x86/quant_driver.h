@@ -34,6 +34,8 @@
  *                             (returns its largest |x| bit pattern)
  *   w4a_fused(cur, nxt, g, codes, stats, clamp, m, id, dst, nt, &mn, &mx) -> int
  *                             the same for w4a: min and max of nxt, returns 1 when nxt holds NaN/Inf
+ *   QD_PTRS_AT(b, g, p)       with QD_AT_BASE or QD_W4A_AT: the CHUNK group pointers of the chunk
+ *                             at base b (for the NaN/Inf paths)
  *   QD_W4A_AT                 (defined) w4a, g = 32/64/128, chunks within rows: addressed from
  *                             their base b (never NULL), with w4a_part_at(b, g),
  *                             w4a_finish_at(part, b, g, out, G0, ids, ms, bad) and
@@ -177,7 +179,7 @@ QK_INLINE size_t sym_chunks_(const float *x, size_t ldx, size_t g, size_t ng, si
                 sym_emit(NULL, b0, g, w8, clamp, out, c * CHUNK, ids[cur], nt);
             } else { /* NaN/Inf in the chunk */
                 const float *p[CHUNK];
-                for (size_t i = 0; i < CHUNK; i++) p[i] = b0 + i * g;
+                QD_PTRS_AT(b0, g, p);
                 sym_partial(p, g, w8, out, c * CHUNK, ids[cur], live[cur], bad);
             }
         }
@@ -365,7 +367,7 @@ QK_INLINE size_t w4a_chunks(const float *x, size_t ldx, size_t g, size_t ng, siz
  * 394 -> 360; g = 256 from bases took 5-10% more time than by pointers. */
 QK_INLINE void w4a_at_general(const float *b, size_t g, const qk_qmat *out, size_t G0, int *bad) {
     const float *p[CHUNK];
-    for (size_t i = 0; i < CHUNK; i++) p[i] = b + i * g;
+    QD_PTRS_AT(b, g, p);
     w4a_general(p, CHUNK, g, out, G0, bad); /* NaN/Inf in the chunk */
 }
 QK_INLINE size_t w4a_at_(const float *x, size_t ldx, size_t g, size_t ng, size_t total, int clamp, int nt, const qk_qmat *out,

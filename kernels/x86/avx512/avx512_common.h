@@ -139,6 +139,12 @@ static inline __attribute__((always_inline)) const float *qk512_at(const float *
     return b ? b + i * g : p[i];
 }
 
+/// The 16 group pointers of a chunk of contiguous groups from its base b
+/// (the rare paths of the base-addressed quantizers that take pointers).
+static inline void qk512_ptrs_at(const float *b, size_t g, const float **p) {
+    for (size_t i = 0; i < 16; i++) p[i] = b + i * g;
+}
+
 static inline __attribute__((always_inline)) __m512i qk512_absbits_max16(const float *const *p, const float *b, size_t g) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
     __m512i am[16];

@@ -400,7 +400,7 @@ QK_INLINE w4a_part_t w4a_part(const float *const *p, size_t g) {
 static __attribute__((noinline)) __mmask16 w4a_stats_fp_at(const float *b, size_t g, const qk_qmat *out, size_t G0, float *ids,
                                                            float *ms, int *bad) {
     const float *p[CHUNK];
-    for (size_t i = 0; i < CHUNK; i++) p[i] = b + i * g;
+    qk512_ptrs_at(b, g, p);
     return w4a_stats_fp(p, g, out, G0, ids, ms, bad);
 }
 /* p, or with p NULL the chunk's base b (QD_W4A_AT) */
@@ -536,8 +536,8 @@ QK_INLINE void sym_emit(const float *const *p, const float *b, size_t g, int w8,
         if (_mm512_fpclass_ps_mask(_mm512_loadu_ps(ids), 0x18)) { /* ids: 2/scale (sym_stats); it overflows (a subnormal scale) */
             int bad = 0;
             const float *q[CHUNK];
-            for (size_t i = 0; i < CHUNK; i++) q[i] = qk512_at(p, b, i, g); /* p may be NULL with a base b */
-            sym_partial(q, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
+            if (b) qk512_ptrs_at(b, g, q); /* p is NULL with a base b */
+            sym_partial(b ? q : p, g, 0, out, G0, ids, (__mmask16)0xffff, &bad);
             return;
         }
         w4_emit(p, b, g, ids, NULL, 0, clamp, out, G0, nt);
@@ -838,6 +838,7 @@ typedef __mmask16 qd_mask;
 #define QD_SYM_PTRS_AHEAD 1
 #define QD_W4A_SPLIT 1
 #define QD_W4A_AT 1
+#define QD_PTRS_AT qk512_ptrs_at
 #define QD_BLOCK_SPLIT 1
 #define QD_BLOCK_AT 1
 #define QD_AT_BASE 1
