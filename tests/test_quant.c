@@ -321,6 +321,45 @@ static void test_nonfinite(void) {
     }
 }
 
+/* The fp16 d of q4_0 (A/8) and q8_0 (A/127) right at fp16's limit (a d of
+ * 65520 or more rounds to Inf): for absmax values A stepping ulp by ulp
+ * across each edge, on either sign and in one block of a 16-block chunk, every
+ * quantizer reports a range error exactly when the reference does, and
+ * otherwise writes its bytes. The SIMD quantizers check a chunk's fp16
+ * scales only when its absmax passes a bound, so a bound set one ulp too
+ * high fails here. */
+static void test_f16_edge(void) {
+    const qk_format fmts[] = {QK_Q4_0, QK_Q8_0};
+    const float edge[] = {524160.0f, 65520.0f * 127.0f};
+    for (size_t ki = 0; ki < qk_quantize_kernel_count; ki++) {
+        const qk_quantize_kernel *k = &qk_quantize_kernels[ki];
+        if (qk_tier_unavailable_reason(k->tier)) continue;
+        size_t fi = k->format == QK_Q4_0 ? 0 : k->format == QK_Q8_0 ? 1 : 2;
+        if (fi > 1) continue;
+        size_t K = 16 * 32, checked = 0, ranges = 0;
+        float *x = malloc(K * sizeof *x);
+        for (int step = -40; step <= 40; step++) {
+            float a = edge[fi];
+            for (int i = 0; i < (step < 0 ? -step : step) * 3; i++) a = nextafterf(a, step < 0 ? 0.0f : INFINITY);
+            for (int sign = 0; sign < 2; sign++) {
+                for (size_t i = 0; i < K; i++) x[i] = (float)((int)(i % 7) - 3);
+                x[5 * 32 + 17] = sign ? -a : a; /* block 5 of the chunk */
+                qk_qmat m = qalloc(fmts[fi], QK_SCALE_F16, 1, K, 32), mr = qalloc(fmts[fi], QK_SCALE_F16, 1, K, 32);
+                qk_status s = qk_quantize_with(k, x, K, &m), sr = qk_quantize_with(scalar_quantize(fmts[fi]), x, K, &mr);
+                CHECK(s == sr, "%s: absmax %.9g: %s, the reference %s", k->name, (double)(sign ? -a : a), qk_status_name(s),
+                      qk_status_name(sr));
+                if (s == QK_OK && sr == QK_OK) CHECK(same_qmat(&m, &mr), "%s: absmax %.9g: bytes differ from the reference", k->name, (double)a);
+                ranges += sr == QK_ERR_RANGE;
+                checked++;
+                qk_qmat_free(&m);
+                qk_qmat_free(&mr);
+            }
+        }
+        CHECK(ranges > 0 && ranges < checked, "%s: the edge cases were all on one side (%zu of %zu range errors)", k->name, ranges, checked);
+        free(x);
+    }
+}
+
 /* w4a: a group whose max - min overflows f32 (±3e38) is reported as a range
  * error, with f32 and with f16 scales, in the chunked paths (g = 32..256)
  * and per channel, and every other group is quantized as the reference
@@ -707,6 +746,7 @@ int main(void) {
     test_one_sign(&rng);
     test_clamp_reached(&rng);
     test_w4a_range();
+    test_f16_edge();
     test_dequantize_variants(&rng);
     test_dequantize_large(&rng);
     test_quantize_large(&rng);
