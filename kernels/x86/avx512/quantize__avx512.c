@@ -648,7 +648,7 @@ QK_INLINE void q4_0_block(const float *x, __m512 id, uint8_t *dst) {
  * 0..16 packed to bytes in the packs' lane order (128-bit lane k: codes
  * 4k..4k+3 of the four 16-value halves), clamped to 15; a 28-bit right shift
  * of each qword puts code j+16 in the high nibble of code j's byte, and one
- * vpermd gathers the two blocks' 16 bytes. */
+ * vpermt2w lays out both blocks' 16 bytes after their heads. */
 QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id1, uint8_t *dst, const uint16_t *hs, int last) {
     const __m512 half8 = _mm512_set1_ps(8.5f);
     __m512i a = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x0), id0), half8));
@@ -667,7 +667,20 @@ QK_INLINE void q4_0_pair(const float *x0, const float *x1, __m512 id0, __m512 id
     else _mm512_storeu_si512(dst, q); /* 2 · 18 bytes and 28 the next pair overwrites */
 }
 
-/* Pass 2 over n <= 16 blocks. */
+/* Pass 2 over n <= 16 blocks.
+ * Where a q4_0 chunk's time goes (16 blocks in L1; a private harness timed
+ * blocks_at's passes in loops of their own on the Zen 5 host, 2026-12-06:
+ * directions, not qkbench figures): pass 1 about 32 cycles (two exact
+ * transposed reductions, 32 + 90 integer ops, which issue on all four
+ * vector pipes), the finish about 10, this pass about 45: per pair of blocks
+ * 4 mul, 4 add, 4 convert, 3 pack, min, shift, or and the permute. The
+ * multiplies go to two pipes, add, convert and shift to the other two, the
+ * packs and the permute to two that overlap both, and 32 more ops per chunk
+ * of any of those kinds cost it 5-9 cycles, so only fewer ops would help.
+ * Tried without gain: the + 8.5 as an FMA on the multiply pipes (slower),
+ * prefetching 8 KiB ahead or not at all for inputs in cache, and one compare
+ * per chunk in place of the finish's NaN/Inf and fp16-overflow checks (qkbench
+ * A/B 0.97-1.02). */
 QK_INLINE void block_emit_of(const float *const *p, const float *b, size_t n, int q4, uint8_t *codes, size_t B0, const float *ids,
                              const uint16_t *hs, __mmask16 live) {
     if (q4) {
