@@ -3,6 +3,8 @@
  * image is only read inside [0, len). */
 #include "tensor_io.h"
 
+#include "qk/fp16.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -729,21 +731,6 @@ void qk_tinfo_shape_str(const qk_tinfo *t, char *buf, size_t len) {
     if (n < len) snprintf(buf + n, len - n, "]");
 }
 
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31, m = h & 0x3ffu, x;
-    if (e == 31) x = sign | 0x7f800000u | (m << 13);
-    else if (e) x = sign | ((e + 112) << 23) | (m << 13);
-    else if (!m) x = sign;
-    else { /* subnormal: normalize */
-        e = 113;
-        while (!(m & 0x400u)) m <<= 1, e--;
-        x = sign | (e << 23) | ((m & 0x3ffu) << 13);
-    }
-    float v;
-    memcpy(&v, &x, 4);
-    return v;
-}
-
 static float load_elem(const uint8_t *p, int dt, int big) {
     uint8_t b[8];
     int n = dt == DT_F64 ? 8 : dt == DT_F32 ? 4 : 2;
@@ -767,7 +754,7 @@ static float load_elem(const uint8_t *p, int dt, int big) {
         memcpy(&v, &u, 4);
         return v;
     }
-    default: return half_to_float((uint16_t)(b[0] | b[1] << 8));
+    default: return qk_h2f((uint16_t)(b[0] | b[1] << 8));
     }
 }
 
@@ -836,22 +823,6 @@ int qk_tensor_spec_split(const char *spec, char **path, char **tensor) {
 
 /* ---- writers ---- */
 
-static uint16_t float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
-    if (ax >= 0x38800000u) return (uint16_t)(sign | ((ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13));
-    float a, magic = 0.5f;
-    memcpy(&a, &ax, 4);
-    a += magic;
-    uint32_t r, m;
-    memcpy(&r, &a, 4);
-    memcpy(&m, &magic, 4);
-    return (uint16_t)(sign | (r - m));
-}
-
 static uint16_t float_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -909,7 +880,7 @@ int qk_safetensors_write(const char *path, size_t count, const char *const *name
                 memcpy(&u, &v, 4);
                 for (int j = 0; j < 4; j++) b[j] = (uint8_t)(u >> (8 * j));
             } else {
-                uint16_t u = dtype[0] == 'B' ? float_to_bf16(v) : float_to_half(v);
+                uint16_t u = dtype[0] == 'B' ? float_to_bf16(v) : qk_f2h(v);
                 b[0] = (uint8_t)u, b[1] = (uint8_t)(u >> 8);
             }
             bad = write_all(fp, b, (size_t)es);
