@@ -295,6 +295,28 @@ QK_GINLINE void quads(gemm_layout L, const uint8_t *codes, const int8_t *const a
         _mm256_storeu_ps(yt[m] + 8, y1);                                                                                           \
     } while (0)
 
+/* The end of group j in a 4x16 tile body: its scales (and w4a mins), then
+ * the four rows' sums c00..c31 into yt. */
+#define QK_TILE4_GROUP_END()                                                                                                        \
+    do {                                                                                                                           \
+        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);                    \
+        const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0;                                                        \
+        const __m256 mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;                                                    \
+        QK_TILE4_ROW(0, c00, c01);                                                                                                 \
+        QK_TILE4_ROW(1, c10, c11);                                                                                                 \
+        QK_TILE4_ROW(2, c20, c21);                                                                                                 \
+        QK_TILE4_ROW(3, c30, c31);                                                                                                 \
+    } while (0)
+
+/* A tile body (vnni_tile4_body, avx2_tile4_body) as a function of its own,
+ * U4 a constant: the 4-bit or the 8-bit form. */
+#define QK_TILE4_FN(name, body, U4)                                                                                                 \
+    static __attribute__((noinline)) void name(const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K, \
+                                               const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a,        \
+                                               float yt[QK_GEMM_MR][QK_GEMM_NR]) {                                                 \
+        body(U4, codes, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);                                                             \
+    }
+
 #ifdef QK_GEMM_VNNI
 /* The whole 4x16 tile over every group when g % 4 == 0 and g <= QK_GEMM_CHUNK
  * (every group one piece of full quads): per group the eight int32 dots in
@@ -334,23 +356,11 @@ QK_GINLINE void vnni_tile4_body(const int u4, const uint8_t *codes, const float 
             /* pins the accumulators to registers: without it GCC copies them around and spills two per quad */
             __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21), "+x"(c30), "+x"(c31));
         }
-        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
-        const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0, mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;
-        QK_TILE4_ROW(0, c00, c01);
-        QK_TILE4_ROW(1, c10, c11);
-        QK_TILE4_ROW(2, c20, c21);
-        QK_TILE4_ROW(3, c30, c31);
+        QK_TILE4_GROUP_END();
     }
 }
-#define QK_VNNI_TILE4(name, U4)                                                                                                    \
-    static __attribute__((noinline)) void name(const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K, \
-                                               const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a,        \
-                                               float yt[QK_GEMM_MR][QK_GEMM_NR]) {                                                 \
-        vnni_tile4_body(U4, codes, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);                                                  \
-    }
-QK_VNNI_TILE4(vnni_tile4_u4, 1)
-QK_VNNI_TILE4(vnni_tile4_s8, 0)
-#undef QK_VNNI_TILE4
+QK_TILE4_FN(vnni_tile4_u4, vnni_tile4_body, 1)
+QK_TILE4_FN(vnni_tile4_s8, vnni_tile4_body, 0)
 #endif
 
 #ifndef QK_GEMM_VNNI
@@ -417,23 +427,11 @@ QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float 
                 __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21), "+x"(c30), "+x"(c31));
             }
         }
-        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
-        const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0, mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;
-        QK_TILE4_ROW(0, c00, c01);
-        QK_TILE4_ROW(1, c10, c11);
-        QK_TILE4_ROW(2, c20, c21);
-        QK_TILE4_ROW(3, c30, c31);
+        QK_TILE4_GROUP_END();
     }
 }
-#define QK_AVX2_TILE4(name, U4)                                                                                                    \
-    static __attribute__((noinline)) void name(const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K, \
-                                               const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a,        \
-                                               float yt[QK_GEMM_MR][QK_GEMM_NR]) {                                                 \
-        avx2_tile4_body(U4, codes, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);                                                  \
-    }
-QK_AVX2_TILE4(avx2_tile4_u4, 1)
-QK_AVX2_TILE4(avx2_tile4_s8, 0)
-#undef QK_AVX2_TILE4
+QK_TILE4_FN(avx2_tile4_u4, avx2_tile4_body, 1)
+QK_TILE4_FN(avx2_tile4_s8, avx2_tile4_body, 0)
 #endif
 
 /* One piece [k0, k1) of group j for rows m0..m0+R-1 and one tile: int32 sums
