@@ -88,6 +88,25 @@ static inline void gemm_row_codes(const qk_qmat *w, size_t n, size_t k0, size_t 
     }
 }
 
+/* The n transposed quads of r (rows 8h..8h+7 of a 16-row half) at dst, qb
+ * bytes apart; GL_S8T first orders each quad's bytes as (k, k+2) pairs of
+ * rows 0-7, then (k+1, k+3) pairs. */
+static inline void gemm_store_quads(gemm_layout L, const __m256i r[8], size_t n, uint8_t *dst, size_t qb) {
+    const __m256i s8t = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
+                                         13, 15);
+    for (size_t d = 0; d < n; d++) {
+        __m256i v = r[d];
+        if (L == GL_S8T) v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, s8t), 0xD8);
+        _mm256_storeu_si256((__m256i *)(dst + d * qb), v);
+    }
+}
+
+/* Tile t's f32 scales (and w4a's mins after them) at sc: rows of W from t·NR. */
+static inline void gemm_pack_scales(const qk_qmat *w, size_t t, size_t rows, uint8_t *sc, size_t ng) {
+    float *s = (float *)sc;
+    qk_pk_tile_scales(w, t * QK_GEMM_NR, rows, QK_GEMM_NR, s, w->format == QK_W4A ? s + ng * QK_GEMM_NR : NULL, QK_GEMM_NR);
+}
+
 /* K % 32 == 0: 32 k of the 16 rows straight from the plain layout per step
  * (4-bit rows i and i+8 merged nibble-wise into the U4Q bytes), eight quads
  * per 8x8 dword transpose of 8 rows. */
@@ -96,8 +115,6 @@ static inline void gemm_pack_k32(const qk_qmat *w, void *packed, gemm_layout L) 
     const size_t tb = gemm_tile_bytes(w, L), cb = gemm_code_bytes(L, K), qb = L == GL_U4Q ? 32 : 64;
     const qk_format f = w->format;
     const __m256i x80 = _mm256_set1_epi8((char)0x80);
-    const __m256i s8t = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
-                                         13, 15);
     const __m128i m4 = _mm_set1_epi8(15), mh = _mm_set1_epi8((char)0xF0);
     for (size_t t = 0; t * QK_GEMM_NR < N; t++) {
         uint8_t *tile = (uint8_t *)packed + t * tb;
@@ -131,17 +148,11 @@ static inline void gemm_pack_k32(const qk_qmat *w, void *packed, gemm_layout L) 
                         if (L == GL_S8Q) r[i] = _mm256_xor_si256(r[i], x80);
                     }
                     qk_pk_tr8x8_epi32(r); /* r[d]: quad kb/4+d, dword i = row 8h+i */
-                    for (size_t d = 0; d < 8; d++) {
-                        __m256i v = r[d];
-                        if (L == GL_S8T) /* (k, k+2) pairs of rows 0-7, then (k+1, k+3) pairs */
-                            v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, s8t), 0xD8);
-                        _mm256_storeu_si256((__m256i *)(dst + d * qb + 32 * h), v);
-                    }
+                    gemm_store_quads(L, r, 8, dst + 32 * h, qb);
                 }
             }
         }
-        float *sc = (float *)(tile + cb);
-        qk_pk_tile_scales(w, t * QK_GEMM_NR, rows, QK_GEMM_NR, sc, w->format == QK_W4A ? sc + ng * QK_GEMM_NR : NULL, QK_GEMM_NR);
+        gemm_pack_scales(w, t, rows, tile + cb, ng);
     }
 }
 
@@ -158,8 +169,6 @@ static inline void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
     enum { KC = 256 };
     _Alignas(32) int8_t c[QK_GEMM_NR][KC];
     const __m256i x80 = _mm256_set1_epi8((char)0x80);
-    const __m256i s8t = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
-                                         13, 15);
     for (size_t t = 0; t * QK_GEMM_NR < N; t++) {
         uint8_t *tile = (uint8_t *)packed + t * tb;
         const size_t rows = N - t * QK_GEMM_NR < QK_GEMM_NR ? N - t * QK_GEMM_NR : QK_GEMM_NR;
@@ -184,17 +193,11 @@ static inline void gemm_pack(const qk_qmat *w, void *packed, gemm_layout L) {
                         else r[i] = lo;
                     }
                     qk_pk_tr8x8_epi32(r); /* r[d]: quad q0+d, dword i = row 8h+i */
-                    for (size_t d = 0; d < nst; d++) {
-                        __m256i v = r[d];
-                        if (L == GL_S8T) /* (k, k+2) pairs of rows 0-7, then (k+1, k+3) pairs */
-                            v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, s8t), 0xD8);
-                        _mm256_storeu_si256((__m256i *)(dst + d * qb + 32 * h), v);
-                    }
+                    gemm_store_quads(L, r, nst, dst + 32 * h, qb);
                 }
             }
         }
-        float *sc = (float *)(tile + cb);
-        qk_pk_tile_scales(w, t * QK_GEMM_NR, rows, QK_GEMM_NR, sc, w->format == QK_W4A ? sc + ng * QK_GEMM_NR : NULL, QK_GEMM_NR);
+        gemm_pack_scales(w, t, rows, tile + cb, ng);
     }
 }
 
