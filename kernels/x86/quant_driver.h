@@ -492,30 +492,19 @@ QK_INLINE int blocks_at(const float *x, size_t ldx, size_t nb, size_t nch, const
     uint16_t hs[2][CHUNK];
     qd_mask live[2];
     int bad = 0;
-    const size_t cpr = nb / CHUNK; /* chunks per row */
-    const float *row = x, *cur = x;
+    qd_bases w = {x, x, 0, nb / CHUNK, CHUNK * 32, ldx};
     const size_t chunk_bytes = CHUNK * (q4 ? QK_Q4_0_BYTES : QK_Q8_0_BYTES);
     uint8_t *dst = out->codes;
-    size_t j = 0; /* the next chunk to read: row + j·CHUNK blocks */
-#define QD_AT_ADVANCE()                                                                                                           \
-    do {                                                                                                                          \
-        if (++j == cpr) j = 0, row += ldx;                                                                                        \
-    } while (0)
-    QD_AT_ADVANCE();
-    live[0] = block_stats_at(qd_nonnull(cur), q4, ids[0], hs[0], &bad);
+    const float *cur = qd_next_base(&w), *next = cur;
+    live[0] = block_stats_at(cur, q4, ids[0], hs[0], &bad);
     for (size_t c = 0; c < nch; c++) {
         size_t now = c & 1, nxt = now ^ 1;
-        const float *next = row + j * CHUNK * 32;
-        if (c + 1 < nch) {
-            live[nxt] = block_stats_at(qd_nonnull(next), q4, ids[nxt], hs[nxt], &bad);
-            QD_AT_ADVANCE();
-        }
+        if (c + 1 < nch) live[nxt] = block_stats_at(next = qd_next_base(&w), q4, ids[nxt], hs[nxt], &bad);
         if (live[now] == QD_FULL) block_emit_at(qd_nonnull(cur), q4, dst, ids[now], hs[now], QD_FULL);
         else block_emit_at(qd_nonnull(cur), q4, dst, ids[now], hs[now], live[now]); /* NaN/Inf in the chunk */
         cur = next;
         dst += chunk_bytes;
     }
-#undef QD_AT_ADVANCE
     return bad;
 }
 static __attribute__((noinline)) int blocks_at_q4(const float *x, size_t ldx, size_t nb, size_t nch, const qk_qmat *out) {
