@@ -92,19 +92,19 @@ def fmt_time(s):
 
 
 def main():
-    rounds, pin, (a, b), args = parse(sys.argv[1:])
-    runs = {a: [], b: []}
+    rounds, pin, bins, args = parse(sys.argv[1:])
+    runs = ([], [])  # by position: A and B may be one binary (an A/A run)
     for r in range(rounds):
-        for x in ((a, b) if r % 2 == 0 else (b, a)):
-            runs[x].append(per_call(x, pin, args))
-    cases = set(runs[a][0])
-    if any(set(t) != cases for x in (a, b) for t in runs[x]):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            runs[i].append(per_call(bins[i], pin, args))
+    cases = set(runs[0][0])
+    if any(set(t) != cases for side in runs for t in side):
         print("ab.py: the two builds (or two rounds) ran different cases", file=sys.stderr)
         sys.exit(1)
-    print(f"B/A time per call, median of {rounds} round(s) [each round]; A = {a}, B = {b}")
+    print(f"B/A time per call, median of {rounds} round(s) [each round]; A = {bins[0]}, B = {bins[1]}")
     for c in sorted(cases):
-        ratios = [tb[c] / ta[c] for ta, tb in zip(runs[a], runs[b])]
-        ta = statistics.median(t[c] for t in runs[a])
+        ratios = [tb[c] / ta[c] for ta, tb in zip(*runs)]
+        ta = statistics.median(t[c] for t in runs[0])
         print(f"{c}  {statistics.median(ratios):.3f} [{' '.join(f'{v:.2f}' for v in ratios)}]  A {fmt_time(ta)}")
 
 

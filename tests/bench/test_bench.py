@@ -918,6 +918,10 @@ def t_ab(q):
                        ([a, os.path.join(d, "missing")], "not an executable")):
         p = subprocess.run([sys.executable, AB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         check(p.returncode == 2 and want in p.stderr, "ab.py %s: exit %d, %s" % (args, p.returncode, p.stderr.strip()))
+    # one binary as both A and B: two rounds, two ratios (the rounds of A and B are kept apart)
+    p = subprocess.run([sys.executable, AB, "--rounds", "2", a, a], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0 and "quantize/w4s/g32/1x64/t1/warm/k  1.000 [1.00 1.00]  A 0.10 us" in p.stdout,
+          "ab.py A A: exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
     # a real run of this qkbench against itself: every case once, a ratio each
     if q.emu:
         return
@@ -928,7 +932,7 @@ def t_ab(q):
     check(p.returncode == 0 and len(lines) == 1, "ab.py qkbench qkbench: exit %d, %s %s" % (p.returncode, p.stdout, p.stderr))
     for l in lines:
         r = float(l.split()[1])
-        check(0.2 < r < 5, "a build against itself: ratio %g" % r)
+        check(0.2 < r < 5 and len(l.split("[")[1].split("]")[0].split()) == 1, "a build against itself, one round: %s" % l)
 
 
 TESTS = {"cachepairs": t_cachepairs, "peakpairs": t_peakpairs, "targets": t_targets, "slowcore": t_slowcore, "probe": t_probe, "json": t_json, "roofline": t_roofline, "compare": t_compare, "errors": t_errors,
