@@ -29,7 +29,7 @@ static inline __attribute__((always_inline)) __m512i gm_dot8(__m512i acc, __m512
 #define GM_I16 1
 #define GM_DOT16(p, w, a) _mm512_add_epi16(p, _mm512_maddubs_epi16(w, a))
 #define GM_WIDEN(acc, p) _mm512_add_epi32(acc, _mm512_madd_epi16(p, _mm512_set1_epi16(1)))
-#define GM_TILEG_ALL 0 /* the unrolled loop needs registers this dot uses (GM_WHOLE_G) */
+#define GM_TILEG 0 /* the unrolled loop needs registers this dot uses (GM_WHOLE_G) */
 
 #include "x86/avx512/gemm_int_body.h"
 

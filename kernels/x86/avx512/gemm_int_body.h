@@ -13,10 +13,10 @@
  *                             code itself (w_u8 ^ 0x80)
  *   GM_PF_L1                  1: the next slice's weights are prefetched into L1
  *                             (gm_pf_group_l1), 0 (the default): into L2 (gm_pf_group)
- *   GM_TILEG_ALL              1 (the default): every g that fits a slice (32, 64, 128, 256)
- *                             takes the unrolled loop of gm_tileg (g a constant); 0: only
- *                             g = 32, the others gm_tile's loop, for a dot that needs more
- *                             registers (see GM_WHOLE_G)
+ *   GM_TILEG                  1 (the default): every g that fits a slice (32, 64, 128, 256)
+ *                             takes the unrolled loop of gm_tileg (g a constant); 0: every g
+ *                             takes gm_tile's loop, for a dot that needs more registers
+ *                             (see GM_WHOLE_G)
  *
  * Register tile: GM_MR rows of X × GM_NR = 16·GM_NB columns of W. Lanes are
  * output columns; each vpdpbusd adds 4 consecutive k of one row of X
@@ -60,8 +60,8 @@
 #ifndef GM_PF_L1
 #define GM_PF_L1 0
 #endif
-#ifndef GM_TILEG_ALL
-#define GM_TILEG_ALL 1
+#ifndef GM_TILEG
+#define GM_TILEG 1
 #endif
 #define GM_UNROLL _Pragma("GCC unroll 16")
 
@@ -493,14 +493,19 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
     gm_y_store(mr, a, io, m0, n0, nc, accf);
 }
 
-/* The group sizes that take gm_tileg (else gm_tile): 32, and with
- * GM_TILEG_ALL 64, 128 and 256. The avx512 tier sets it to 0: its dot
- * needs more registers (the int16 partial sums, or gm_dot8's magnitudes and
- * signs), and with g a constant and the group's steps unrolled, its tile ran 1.85-2.06x
- * slower for 4-bit weights (W4A8 g = 64..256, 512x14336x4096 and
- * 64x4096x14336) and 1.02-1.09x slower for W8A8 than with gm_tile's loop
- * (qkbench A/B of the builds before and after, 3 rounds). */
-#define GM_WHOLE_G(g) ((g) == 32 || (GM_TILEG_ALL && ((g) == 64 || (g) == 128 || (g) == 256)))
+/* The group sizes that take gm_tileg (else gm_tile): with GM_TILEG, 32, 64,
+ * 128 and 256. The avx512 tier sets it to 0: its dot needs more registers
+ * (the int16 partial sums, or gm_dot8's magnitudes and signs), and with g a
+ * constant and the group's steps unrolled, its tile ran slower than with
+ * gm_tile's loop. g = 64..256: 4-bit weights 1.85-2.06x, 8-bit 1.02-1.09x
+ * (W4A8 and W8A8, 512x14336x4096 and 64x4096x14336; qkbench A/B of the
+ * builds before and after, 3 rounds). g = 32, which took gm_tileg on every
+ * tier until 2026-12-06: with gm_tile's loop the avx512 tier's 4-bit gemms
+ * (W4A8, W4A4, q4_0·q8_0) take 0.52-0.70 of the time and its 8-bit ones
+ * (W8A8, q8_0·q8_0) 0.67-0.85 (medians of two runs of tools/ab.py --rounds
+ * 3 --pin 0 OLD NEW -- --shape 64x4096x14336 --shape 512x14336x4096
+ * --group 32 --threads 1 --cache warm). */
+#define GM_WHOLE_G(g) (GM_TILEG && ((g) == 32 || ((g) == 64 || (g) == 128 || (g) == 256)))
 
 /* gm_tileg with g as a constant: each of the four group sizes gets its own
  * loop, fully unrolled over the group's steps. The loop of gm_tile, with g
@@ -509,7 +514,7 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
  * avx512vnni: 667 -> 762 and 585 -> 700 GOP/s). */
 QK_INLINE void gm_tile_whole(gm_fmt f, size_t mr, size_t g, const qk_matmul_args *a, const uint8_t *tp, size_t m0, size_t n0,
                              size_t nc, size_t j0, size_t nj, gm_io io, gm_pf *pf) {
-    switch (GM_TILEG_ALL ? g : 32) { /* GM_WHOLE_G: without GM_TILEG_ALL only g = 32 comes here */
+    switch (g) { /* one of GM_WHOLE_G's four */
     case 32: gm_tileg(f, mr, 32, a, tp, m0, n0, nc, j0, nj, io, pf); break;
     case 64: gm_tileg(f, mr, 64, a, tp, m0, n0, nc, j0, nj, io, pf); break;
     case 128: gm_tileg(f, mr, 128, a, tp, m0, n0, nc, j0, nj, io, pf); break;
