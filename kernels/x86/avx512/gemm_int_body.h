@@ -504,7 +504,10 @@ QK_INLINE void gm_tileg(gm_fmt f, size_t mr, const size_t g, const qk_matmul_arg
  * (W4A8, W4A4, q4_0·q8_0) take 0.52-0.70 of the time and its 8-bit ones
  * (W8A8, q8_0·q8_0) 0.67-0.85 (medians of two runs of tools/ab.py --rounds
  * 3 --pin 0 OLD NEW -- --shape 64x4096x14336 --shape 512x14336x4096
- * --group 32 --threads 1 --cache warm). */
+ * --group 32 --threads 1 --cache warm). Written as it is (32 apart from
+ * the other three), the test gives the same avx512vnni code as before
+ * GM_TILEG; one flat chain of four compares compiled that tile differently
+ * (objdump), so a rewrite of it wants that check, or an A/B. */
 #define GM_WHOLE_G(g) (GM_TILEG && ((g) == 32 || ((g) == 64 || (g) == 128 || (g) == 256)))
 
 /* gm_tileg with g as a constant: each of the four group sizes gets its own
