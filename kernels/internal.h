@@ -17,6 +17,28 @@
  * share of a shared L3. */
 #define QK_STREAM_MIN_BYTES ((size_t)8 << 20)
 
+/* Rows of X per block for a gemm driver that passes over all of W once per
+ * block of rows (column tile by column tile), so that the block's rows stay
+ * in cache between column tiles: about `budget` bytes of X (rows of
+ * row_bytes), a multiple of the register tile's mr rows, blocks of about one
+ * size; all of M when X fits. Without blocks, an X larger than the cache is
+ * read from memory again for every column tile. */
+static inline size_t qk_row_block(size_t M, size_t row_bytes, size_t budget, size_t mr) {
+    size_t nb = (M * row_bytes + budget - 1) / budget, rows = nb > 1 ? (M + nb - 1) / nb : M;
+    return (rows + mr - 1) / mr * mr;
+}
+
+/* The x86 gemms with f32 activations (W4A32, W8A32) use blocks of about
+ * 8 MiB of X. In-process A/B on the Zen 5 host (the kernel over all 512 rows
+ * in one call, against calls on blocks of rows; 7 rounds, 2026-12-06),
+ * 512x4096x14336 g = 32 (X 29 MiB): avx512 w4s blocks of 128 rows 0.96-0.97
+ * of the time, w8s 0.99, avx2 w4s 0.975; blocks of 256 rows 0.98; blocks of
+ * 36 rows (2 MiB) 1.03, and 1.05 on 64x4096x14336, whose 3.7 MiB stay one
+ * block at 8 MiB. 512x14336x4096 in blocks of 256 rows: 0.99-1.00. (The
+ * integer gemms of the avx2 and avxvnni tiers, in blocks of 2 MiB of codes,
+ * took 1.00-1.03 of the time there and keep one block.) */
+#define QK_F32_ROW_BLOCK_BYTES ((size_t)8 << 20)
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -265,17 +265,18 @@ int main(void) {
         shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256, 0};
         cases++;
         good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
-        /* gemm over many rows and several slices of K, g = 32, 128 and K (q4_0/q8_0: 32).
-         * Integer activations, over more than 2 MiB of codes: X in blocks of rows
-         * (x86/avx512/gemm_int_body.h), 71 rows = blocks of 36 and 35, the last ending in
-         * a 3-row tile; per channel the groups are dotted in pieces whose Σa are made per
-         * block of rows. f32 activations: 131 rows (a 5-row tail on avx512) over three
-         * slices of K (x86/avx512/gemm_a32__avx512.c walks K 1024 at a time), w4a's Σx per
-         * row and group made once per call; per channel the slices are pieces of the one
-         * group. */
+        /* gemm over many rows and several slices of K, g = 32, 128 and K (q4_0/q8_0: 32),
+         * over more X than the x86 gemms take in one block of rows (qk_row_block).
+         * Integer activations, 2.3 MiB (blocks of 2 MiB on avx512): 71 rows = blocks of 36
+         * and 35, the last ending in a 3-row tile; per channel the groups are dotted in
+         * pieces whose Σa are made per block of rows. f32 activations, 8.7 MiB (blocks of
+         * QK_F32_ROW_BLOCK_BYTES): 131 rows = blocks of 66 and 65 (avx512's 6-row tiles: a
+         * 5-row tail) or 68 and 63 (avx2's 4-row tiles: a 3-row tail), over 17 slices of K
+         * (x86/avx512/gemm_a32__avx512.c walks K 1024 at a time), w4a's Σx per row and
+         * group made once per call; per channel the slices are pieces of the one group. */
         if (k->op == QK_OP_GEMM && !quick) {
             const int f32 = qk_mode_act_rule(k->mode) == QK_ACT_F32;
-            const size_t M = f32 ? 131 : 71, K = f32 ? 3072 : 32768;
+            const size_t M = f32 ? 131 : 71, K = f32 ? 17408 : 32768;
             for (size_t gi = 0; gi < 3; gi++) {
                 shape rows = {M, 2, K, blocks || gi == 0 ? 32 : gi == 1 ? 128 : K, 0};
                 cases++;

@@ -172,18 +172,23 @@ QK_GINLINE void a32_tile(const qk_matmul_args *a, const uint8_t *tile, size_t n0
     }
 }
 
+/* X in blocks of rows (qk_row_block, QK_F32_ROW_BLOCK_BYTES), each over all
+ * of W, column tile by column tile. */
 QK_GINLINE void a32_run(const qk_matmul_args *a, const int eight) {
-    const size_t tb = a32_tile_bytes(a->w);
-    for (size_t n0 = 0; n0 < a->N; n0 += A32_NR) {
-        const uint8_t *tile = (const uint8_t *)a->wp + n0 / A32_NR * tb;
-        const size_t ncols = a->N - n0 < A32_NR ? a->N - n0 : A32_NR;
-        size_t m0 = 0;
-        for (; m0 + A32_MR <= a->M; m0 += A32_MR) a32_tile(a, tile, n0, ncols, m0, A32_MR, eight);
-        switch (a->M - m0) {
-        case 3: a32_tile(a, tile, n0, ncols, m0, 3, eight); break;
-        case 2: a32_tile(a, tile, n0, ncols, m0, 2, eight); break;
-        case 1: a32_tile(a, tile, n0, ncols, m0, 1, eight); break;
-        default: break;
+    const size_t tb = a32_tile_bytes(a->w), rows = qk_row_block(a->M, a->K * sizeof(float), QK_F32_ROW_BLOCK_BYTES, A32_MR);
+    for (size_t r0 = 0; r0 < a->M; r0 += rows) {
+        const size_t r1 = r0 + rows < a->M ? r0 + rows : a->M;
+        for (size_t n0 = 0; n0 < a->N; n0 += A32_NR) {
+            const uint8_t *tile = (const uint8_t *)a->wp + n0 / A32_NR * tb;
+            const size_t ncols = a->N - n0 < A32_NR ? a->N - n0 : A32_NR;
+            size_t m0 = r0;
+            for (; m0 + A32_MR <= r1; m0 += A32_MR) a32_tile(a, tile, n0, ncols, m0, A32_MR, eight);
+            switch (r1 - m0) {
+            case 3: a32_tile(a, tile, n0, ncols, m0, 3, eight); break;
+            case 2: a32_tile(a, tile, n0, ncols, m0, 2, eight); break;
+            case 1: a32_tile(a, tile, n0, ncols, m0, 1, eight); break;
+            default: break;
+            }
         }
     }
 }

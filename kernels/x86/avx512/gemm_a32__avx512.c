@@ -243,10 +243,11 @@ QK_INLINE void ga_tile(ga_fmt f, size_t mr, const qk_matmul_args *a, const uint8
     }
 }
 
-QK_INLINE void ga_run(ga_fmt f, const qk_matmul_args *a) {
+/* Rows [r0, r1) of X (r0 a multiple of GA_MR): column tile by column tile,
+ * K slice by slice, every row tile. */
+QK_INLINE void ga_run_rows(ga_fmt f, const qk_matmul_args *a, const float *xs, size_t r0, size_t r1) {
     const uint8_t *wp = (const uint8_t *)a->wp;
     size_t K = a->K, g = a->group, tb = ga_tile_bytes(f, a->w);
-    float *xs = f == GA_W4A ? ga_xsums(a) : NULL;
     for (size_t n0 = 0; n0 < a->N; n0 += GA_NR) {
         const uint8_t *tp = wp + n0 / GA_NR * tb;
         size_t nc = a->N - n0 < GA_NR ? a->N - n0 : GA_NR;
@@ -254,9 +255,9 @@ QK_INLINE void ga_run(ga_fmt f, const qk_matmul_args *a) {
             if (g <= GA_SLICE) k1 = k0 + (GA_SLICE / g) * g < K ? k0 + (GA_SLICE / g) * g : K;
             else k1 = k0 + GA_SLICE < (k0 / g + 1) * g ? k0 + GA_SLICE : (k0 / g + 1) * g;
             int first = k0 == 0;
-            size_t m0 = 0;
-            for (; m0 + GA_MR <= a->M; m0 += GA_MR) ga_tile(f, GA_MR, a, tp, xs, m0, n0, nc, k0, k1, first);
-            switch (a->M - m0) {
+            size_t m0 = r0;
+            for (; m0 + GA_MR <= r1; m0 += GA_MR) ga_tile(f, GA_MR, a, tp, xs, m0, n0, nc, k0, k1, first);
+            switch (r1 - m0) {
             case 5: ga_tile(f, 5, a, tp, xs, m0, n0, nc, k0, k1, first); break;
             case 4: ga_tile(f, 4, a, tp, xs, m0, n0, nc, k0, k1, first); break;
             case 3: ga_tile(f, 3, a, tp, xs, m0, n0, nc, k0, k1, first); break;
@@ -266,6 +267,14 @@ QK_INLINE void ga_run(ga_fmt f, const qk_matmul_args *a) {
             }
         }
     }
+}
+
+/* X in blocks of rows (qk_row_block, QK_F32_ROW_BLOCK_BYTES), each block over
+ * all of W. */
+QK_INLINE void ga_run(ga_fmt f, const qk_matmul_args *a) {
+    float *xs = f == GA_W4A ? ga_xsums(a) : NULL;
+    size_t rows = qk_row_block(a->M, a->K * sizeof(float), QK_F32_ROW_BLOCK_BYTES, GA_MR);
+    for (size_t r0 = 0; r0 < a->M; r0 += rows) ga_run_rows(f, a, xs, r0, r0 + rows < a->M ? r0 + rows : a->M);
     free(xs);
 }
 

@@ -646,8 +646,7 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
  * same at g = 128 (A/B in both orders). */
 #define GM_ROW_BLOCK_BYTES ((size_t)2 << 20)
 QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
-    size_t nb = (a->M * a->K + GM_ROW_BLOCK_BYTES - 1) / GM_ROW_BLOCK_BYTES, rows = nb > 1 ? (a->M + nb - 1) / nb : a->M;
-    rows = (rows + GM_MR - 1) / GM_MR * GM_MR;
+    size_t rows = qk_row_block(a->M, a->K, GM_ROW_BLOCK_BYTES, GM_MR);
     for (size_t r0 = 0; r0 < a->M; r0 += rows) gm_run_rows(f, a, r0, r0 + rows < a->M ? r0 + rows : a->M);
 }
 
