@@ -20,11 +20,14 @@
 /* Rows of X per block for a gemm driver that passes over all of W once per
  * block of rows (column tile by column tile), so that the block's rows stay
  * in cache between column tiles: about `budget` bytes of X (rows of
- * row_bytes), a multiple of the register tile's mr rows, blocks of about one
- * size; all of M when X fits. Without blocks, an X larger than the cache is
- * read from memory again for every column tile. */
-static inline size_t qk_row_block(size_t M, size_t row_bytes, size_t budget, size_t mr) {
-    size_t nb = (M * row_bytes + budget - 1) / budget, rows = nb > 1 ? (M + nb - 1) / nb : M;
+ * row_bytes) and at most about max_rows rows (0: no limit), a multiple of
+ * the register tile's mr rows, blocks of about one size; all of M when X
+ * fits. Without blocks, an X larger than the cache is read from memory again
+ * for every column tile. */
+static inline size_t qk_row_block(size_t M, size_t row_bytes, size_t budget, size_t max_rows, size_t mr) {
+    size_t nb = (M * row_bytes + budget - 1) / budget;
+    if (max_rows && (M + max_rows - 1) / max_rows > nb) nb = (M + max_rows - 1) / max_rows;
+    size_t rows = nb > 1 ? (M + nb - 1) / nb : M;
     return (rows + mr - 1) / mr * mr;
 }
 

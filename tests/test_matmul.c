@@ -283,6 +283,14 @@ int main(void) {
                 good += run_case(k, &rows, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
                 if (blocks) break;
             }
+            /* integer activations, few bytes but more rows than a block holds on avx512
+             * (GM_ROW_BLOCK_ROWS): 137 rows = blocks of 72 and 65, the last ending in a
+             * 1-row tile */
+            if (!f32) {
+                shape many = {137, 2, 256, 32, 0};
+                cases++;
+                good += run_case(k, &many, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
+            }
         }
         /* every product zero, the activations' sums not: y must be exactly 0 */
         for (size_t gi = 0; gi < 5; gi++) {

@@ -175,7 +175,7 @@ QK_GINLINE void a32_tile(const qk_matmul_args *a, const uint8_t *tile, size_t n0
 /* X in blocks of rows (qk_row_block, QK_F32_ROW_BLOCK_BYTES), each over all
  * of W, column tile by column tile. */
 QK_GINLINE void a32_run(const qk_matmul_args *a, const int eight) {
-    const size_t tb = a32_tile_bytes(a->w), rows = qk_row_block(a->M, a->K * sizeof(float), QK_F32_ROW_BLOCK_BYTES, A32_MR);
+    const size_t tb = a32_tile_bytes(a->w), rows = qk_row_block(a->M, a->K * sizeof(float), QK_F32_ROW_BLOCK_BYTES, 0, A32_MR);
     for (size_t r0 = 0; r0 < a->M; r0 += rows) {
         const size_t r1 = r0 + rows < a->M ? r0 + rows : a->M;
         for (size_t n0 = 0; n0 < a->N; n0 += A32_NR) {

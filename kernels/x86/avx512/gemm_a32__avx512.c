@@ -273,7 +273,7 @@ QK_INLINE void ga_run_rows(ga_fmt f, const qk_matmul_args *a, const float *xs, s
  * all of W. */
 QK_INLINE void ga_run(ga_fmt f, const qk_matmul_args *a) {
     float *xs = f == GA_W4A ? ga_xsums(a) : NULL;
-    size_t rows = qk_row_block(a->M, a->K * sizeof(float), QK_F32_ROW_BLOCK_BYTES, GA_MR);
+    size_t rows = qk_row_block(a->M, a->K * sizeof(float), QK_F32_ROW_BLOCK_BYTES, 0, GA_MR);
     for (size_t r0 = 0; r0 < a->M; r0 += rows) ga_run_rows(f, a, xs, r0, r0 + rows < a->M ? r0 + rows : a->M);
     free(xs);
 }

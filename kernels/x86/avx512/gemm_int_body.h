@@ -638,15 +638,22 @@ QK_INLINE void gm_run_rows(gm_fmt f, const qk_matmul_args *a, size_t r0, size_t 
     free(cs);
 }
 
-/* X in blocks of rows of about GM_ROW_BLOCK_BYTES of int8 codes, each block
- * over all of W (read once per block). 512x4096x14336 (X 7 MiB) ran 20-25%
- * slower per operation than its first 64 or 128 rows alone (qkbench bench
- * --shape {64,128,256,512}x4096x14336 --group 32 --cache warm, W4A8 and
- * W8A8); in blocks of 128 rows it takes 5-14% less time at g = 32 and the
- * same at g = 128 (A/B in both orders). */
+/* X in blocks of rows of about GM_ROW_BLOCK_BYTES of int8 codes and at most
+ * GM_ROW_BLOCK_ROWS rows, each block over all of W (read once per block).
+ * 512x4096x14336 (X 7 MiB) ran 20-25% slower per operation than its first 64
+ * or 128 rows alone (qkbench bench --shape {64,128,256,512}x4096x14336
+ * --group 32 --cache warm, W4A8 and W8A8); in blocks of 128 rows it takes
+ * 5-14% less time at g = 32 and the same at g = 128 (A/B in both orders).
+ * Blocks of 128 rows on shorter rows too (in-process A/B on the Zen 5 host,
+ * avx512vnni g = 32, the kernel on all rows in one call against calls on
+ * blocks, 7 rounds, 2026-12-06): 512x14336x4096 (X 2 MiB, one block before)
+ * W8A8 and W4A8 w4a 0.965 of the time, 512x4096x4096 0.961, 256x4096x4096
+ * 0.979, 256x14336x4096 1.000; smaller blocks were slower (64 rows of
+ * 512x4096x14336 1.02-1.05, 32 rows of 64x14336x4096 1.08). */
 #define GM_ROW_BLOCK_BYTES ((size_t)2 << 20)
+#define GM_ROW_BLOCK_ROWS 128
 QK_INLINE void gm_run(gm_fmt f, const qk_matmul_args *a) {
-    size_t rows = qk_row_block(a->M, a->K, GM_ROW_BLOCK_BYTES, GM_MR);
+    size_t rows = qk_row_block(a->M, a->K, GM_ROW_BLOCK_BYTES, GM_ROW_BLOCK_ROWS, GM_MR);
     for (size_t r0 = 0; r0 < a->M; r0 += rows) gm_run_rows(f, a, r0, r0 + rows < a->M ? r0 + rows : a->M);
 }
 
