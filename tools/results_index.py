@@ -4,7 +4,8 @@ machine, newest first, from each folder's own results.json and machine.json
 (the command that made it, the commit, the probe it was held against, and the
 DRAM read and one core's limits the run measured itself before and after its cases). No number in
 the index is computed here but one: a run that met a slow core (summary.md's rule, as
-tools/speed_targets.py --check-core applies it) is marked with its worst figure against the probe.
+tools/speed_targets.py --check-core applies it today, also to folders written before a part of
+that rule existed) is marked with its worst figure against the probe.
 
   tools/results_index.py [RESULTS_DIR]      (default: results/ beside tools/)
 """
@@ -47,7 +48,9 @@ def main():
     out = ["# Results index", "",
            "Every run folder under `results/`, per machine, newest first: the command that made it, the",
            "commit it ran, and the probe (`machine.json`) its fractions are held to. Each folder's",
-           "`summary.md` has the tables. Written by `tools/results_index.py` from the folders' own files.", ""]
+           "`summary.md` has the tables. Written by `tools/results_index.py` from the folders' own files.",
+           "A run marked \"met a slow core\" is one that summary.md's rule of today flags (`tools/speed_targets.py",
+           "--check-core`); a folder written before a part of that rule existed does not say so itself.", ""]
     for machine in sorted(os.listdir(root)):
         mdir = os.path.join(root, machine)
         if not os.path.isdir(mdir):

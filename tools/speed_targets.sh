@@ -13,7 +13,8 @@
 # Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
 # missed), also written to speed_targets.md in the prefill folder.
 # A run that met a slow core (its core check before or after its cases, or the peak loop
-# beside a quarter of its warm rows' calls, under 90% of the probe's: its summary.md says
+# beside a quarter of its warm compute-bound rows' calls, or the read of their own buffers
+# beside a quarter of its warm conversions from L2, under 90% of the probe's: its summary.md says
 # "this run met a slow core"; the warm rows' fractions are against the probe) is run again,
 # up to QK_TARGET_TRIES runs in all (default 3); the tables use the first run that is not
 # slow, or else the least slow, and list the runs made again. Their folders stay.
