@@ -379,7 +379,15 @@ QK_INLINE size_t w4a_at_(const float *x, size_t ldx, size_t g, size_t ng, size_t
     if (!nfull) return 0;
     const float *b0 = qd_next_base(&w), *b1 = nfull > 1 ? qd_next_base(&w) : b0, *b2 = b1; /* chunks c, c+1, c+2 */
     live[0] = w4a_finish_at(w4a_part_at(b0, g), b0, g, out, 0, ids[0], ms[0], bad);
-    if (g <= 64) { /* iteration c reads chunk c+2, finishes c+1's scales, writes c's codes */
+    /* iteration c reads chunk c+2, finishes c+1's scales, writes c's codes: at g <= 64, and at
+     * g = 128 on inputs that stream from memory (nt), whose codes pass prefetches 4 chunks ahead
+     * (QK_QPF_FAR), so chunk c+2 is in flight when pass 1 reads it. tools/ab.py --rounds 7
+     * --pin 0, avx512, 1024x4096 from DRAM g = 128: 0.85 of the time (seven rounds 0.79-0.91;
+     * 69-77% of the read of its buffers in the fifteenth and sixteenth samples, 91% after).
+     * With the split at g = 128 on every input, inputs under QK_STREAM_MIN_BYTES, whose codes
+     * pass prefetches only 2 chunks ahead, took 1.06x (16x4096 warm) and 1.6x (16x4096 from
+     * DRAM), so they keep pass 1 of chunk c+1 right before chunk c's codes. */
+    if (g <= 64 || nt) {
         w4a_part_t part[2];
         if (nfull > 1) part[1] = w4a_part_at(b1, g);
         for (size_t c = 0; c < nfull; c++, b0 = b1, b1 = b2) {
