@@ -483,7 +483,7 @@ static void first_quartile(double *v, size_t k, double *q1, double *lo) {
  * one-thread conversions' read of their own buffers in L2 (read_gbps / l2, the probe's
  * L2 read in B/s) when reads; its first quartile and smallest (first_quartile). A
  * quarter of the rows under 0.9 means a slow spell that the before / after figures can
- * miss, when it falls between them (a neighbour that slowed the quantizers to 60% of
+ * miss, when it falls between them (a spell that slowed the quantizers to 60% of
  * their rate slowed those reads to 80% while the core checks around them read 96%).
  * tools/speed_targets.py --check-core applies the same. */
 static void rows_beside(const qkb_row *rows, size_t n, int reads, double l2, double *q1, double *lo) {
