@@ -506,6 +506,8 @@ static void pairs_into(const double *kb, double *ref, int n, double (*out)[2], i
  * call say what that call could have had. Warm quantize and dequantize rows on
  * one thread: the same against a read of their own cached buffers (the core
  * that runs the conversion runs that read too, so a slow spell of either shows).
+ * Cold conversions also: against a plain stream of their own reads and writes
+ * (stream_pairs_gbps, stream_gbps, of_stream).
  * Warm compute-bound matmul rows on one thread: the kernel against bursts of the
  * probe's peak loop of its tier (qkb_case_peak_pairs), into peak_pairs_gops,
  * peak_now_gops and of_peak: a core of a shared machine runs a third slow for
@@ -513,10 +515,11 @@ static void pairs_into(const double *kb, double *ref, int n, double (*out)[2], i
  * slow kernel. */
 enum { READ_PAIRS = 21, PEAK_PAIRS = 11 };
 static void row_pairs(qkb_case *c, qkb_row *row) {
-    double kb[READ_PAIRS], rb[READ_PAIRS];
+    double kb[READ_PAIRS], rb[READ_PAIRS], sb[READ_PAIRS];
     char err[300];
-    int n = qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, err, sizeof err);
+    int n = qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, sb, err, sizeof err);
     if (n > 0) pairs_into(kb, rb, n, row->pairs, &row->npairs, &row->of_read, &row->read_gbps);
+    if (n > 0 && sb[0] > 0) pairs_into(kb, sb, n, row->sp, &row->nsp, &row->of_stream, &row->stream_gbps);
     else if (!c->cold && (n = qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, rb, err, sizeof err)) > 0)
         pairs_into(kb, rb, n, row->pk, &row->npk, &row->of_peak, &row->peak_now_gops);
 }

@@ -627,6 +627,7 @@ static float **input_copies(size_t elems, int n, char *err, size_t errlen) {
 struct qkb_res {
     int ncopies, next;
     float **x, **y;        /* inputs / outputs per copy (or one) */
+    int ny;                /* cold dequantize: y[i] is y[i % ny], the first ny allocated; 0: one per copy */
     float **xin;           /* quantize: inputs per copy (owned by the input cache) */
     qk_qmat *w;            /* per copy */
     qk_qact *a;            /* per copy */
@@ -699,7 +700,7 @@ void qkb_case_teardown(qkb_case *c) {
     stash_keep(c);
     for (int i = 0; i < r->ncopies; i++) {
         if (r->x) free(r->x[i]);
-        if (r->y) free(r->y[i]);
+        if (r->y && (!r->ny || i < r->ny)) free(r->y[i]);
         if (r->have_plan && r->have_plan[i]) qk_matmul_release(&r->plan[i]);
         if (r->have_w && r->have_w[i]) qk_qmat_free(&r->w[i]);
         if (r->have_a && r->have_a[i]) qk_qact_free(&r->a[i]);
@@ -725,6 +726,12 @@ void qkb_case_teardown(qkb_case *c) {
         return -1;                                  \
     } while (0)
 
+/* Copies of `bytes` each that, rotated, exceed QKB_DRAM_LLC_FACTOR x the LLC (1-4096). */
+static int copies_beyond(double llc, double bytes) {
+    double k = ceil(QKB_DRAM_LLC_FACTOR * llc / (bytes > 1 ? bytes : 1));
+    return k < 1 ? 1 : k > 4096 ? 4096 : (int)k;
+}
+
 int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
     if (c->res) return 0;
     if (c->skip[0]) {
@@ -737,8 +744,12 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
     if (llc <= 0) llc = 64.0 * 1024 * 1024;
     int n = 1;
     if (c->cold) {
-        double k = ceil(QKB_DRAM_LLC_FACTOR * llc / (c->ws > 1 ? c->ws : 1));
-        n = k < 1 ? 1 : k > 4096 ? 4096 : (int)k;
+        /* the copies a call reads (a dequantize's streaming stores leave its outputs out of
+         * the caches: its codes alone, rotated by the whole copy, would fit the LLC) */
+        double in = c->kind == QKB_DEQUANTIZE ? c->ws - (double)c->N * (double)c->K * sizeof(float) : c->ws;
+        n = copies_beyond(llc, in);
+        if (c->kind == QKB_DEQUANTIZE) r->ny = copies_beyond(llc, (double)c->N * (double)c->K * sizeof(float));
+        if (r->ny > n) r->ny = n;
     }
     r->ncopies = n;
     r->x = calloc((size_t)n, sizeof *r->x);
@@ -792,8 +803,9 @@ int qkb_case_setup(qkb_case *c, double llc, char *err, size_t errlen) {
             r->w[i] = m[i]; /* a view: the cache owns the storage */
             r->w[i].owned_ = NULL;
             if (c->kind == QKB_DEQUANTIZE) {
-                if (!(r->y[i] = alloc_f32(c->N * K))) FAIL("out of memory for %zux%zu outputs", c->N, K);
-                memset(r->y[i], 0, c->N * K * sizeof(float));
+                if (r->ny && i >= r->ny) r->y[i] = r->y[i % r->ny];
+                else if (!(r->y[i] = alloc_f32(c->N * K))) FAIL("out of memory for %zux%zu outputs", c->N, K);
+                else memset(r->y[i], 0, c->N * K * sizeof(float));
                 continue;
             }
             const qk_matmul_kernel *k = c->kernel;
@@ -930,17 +942,31 @@ static qk_status outlier_call(const qkb_case *c, qkb_res *r, int i) {
     }
 }
 
-/* The buffers copy i of a set-up cold case streams, into reg (room for 4); their count. */
-static size_t copy_regions(const qkb_case *c, int i, qkb_region *reg) {
+/* The buffers copy i of a set-up case streams: what the call reads into in, what it
+ * writes into out (room for 4 together); their counts. */
+static void copy_io(const qkb_case *c, int i, qkb_region *in, size_t *nin, qkb_region *out, size_t *nout) {
     const qkb_res *r = c->res;
     const qk_qmat *w = &r->w[i];
-    size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4), n = 0;
-    reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};
-    if (w->scales) reg[n++] = (qkb_region){w->scales, sb};
-    if (w->mins) reg[n++] = (qkb_region){w->mins, sb};
-    if (c->kind == QKB_QUANTIZE) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
-    if (c->kind == QKB_DEQUANTIZE) reg[n++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
-    return n;
+    size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4);
+    qkb_region *q = c->kind == QKB_QUANTIZE ? out : in;
+    size_t nq = 0;
+    q[nq++] = (qkb_region){w->codes, w->rows * w->row_bytes};
+    if (w->scales) q[nq++] = (qkb_region){w->scales, sb};
+    if (w->mins) q[nq++] = (qkb_region){w->mins, sb};
+    *nin = *nout = 0;
+    if (c->kind == QKB_QUANTIZE) *nout = nq, in[(*nin)++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
+    else *nin = nq;
+    if (c->kind == QKB_DEQUANTIZE) out[(*nout)++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
+}
+
+/* Every buffer copy i streams, into reg (room for 4); their count. */
+static size_t copy_regions(const qkb_case *c, int i, qkb_region *reg) {
+    qkb_region in[4], out[4];
+    size_t nin, nout;
+    copy_io(c, i, in, &nin, out, &nout);
+    for (size_t k = 0; k < nout; k++) in[nin + k] = out[k];
+    memcpy(reg, in, (nin + nout) * sizeof *reg);
+    return nin + nout;
 }
 
 static int streams_dram(const qkb_case *c) {
@@ -948,32 +974,58 @@ static int streams_dram(const qkb_case *c) {
 }
 
 /* npairs (5 or more past `seconds`) of one timed call of the case, at `work` (bytes
- * or ops) per call, and right after it the reference rate `beside` measures. */
-static int case_pairs(qkb_case *c, int npairs, double seconds, double work, double (*beside)(qkb_case *, double),
-                      double *kernel, double *ref, char *err, size_t errlen) {
+ * or ops) per call, and right after it the reference rates the nb `beside`
+ * functions measure, in turn, into ref[0..nb). */
+typedef double (*beside_fn)(qkb_case *, double);
+static int case_pairs(qkb_case *c, int npairs, double seconds, double work, int nb, const beside_fn *beside, double *kernel,
+                      double *const *ref, char *err, size_t errlen) {
     if (!c->res->pool) qkb_pin_self(0);
     int n = 0;
     double t_end = qkb_seconds() + seconds;
     while (n < npairs && (n < 5 || qkb_seconds() < t_end)) {
         double t0 = qkb_seconds();
         if (qkb_case_call(c, err, errlen)) return -1;
-        double dt = qkb_seconds() - t0, rb = beside(c, dt);
-        if (rb <= 0 || dt <= 0) return 0;
-        kernel[n] = work / dt;
-        ref[n++] = rb;
+        double dt = qkb_seconds() - t0;
+        if (dt <= 0) return 0;
+        for (int b = 0; b < nb; b++)
+            if ((ref[b][n] = beside[b](c, dt)) <= 0) return 0;
+        kernel[n++] = work / dt;
     }
     return n;
 }
 
-/* One plain read of the copy the next call would take: cold since its last use,
- * which the next call then skips; a warm case's one copy, in cache. */
-static double read_beside(qkb_case *c, double call_s) {
-    (void)call_s;
-    qkb_res *r = c->res;
-    qkb_region reg[4];
+/* The copy the next call would take, which that call then skips: cold since its
+ * last use; a warm case's one copy, in cache. */
+static int take_next(qkb_res *r) {
     int i = r->next;
     r->next = r->next + 1 == r->ncopies ? 0 : r->next + 1;
-    return qkb_read_regions_once(r->pool, reg, copy_regions(c, i, reg));
+    return i;
+}
+
+/* One plain read of every buffer of the next copy; cold, its lines are evicted after
+ * (untimed): a dequantize's calls store past the caches, and would find the outputs
+ * this read brought in there when they come round to the copy again. */
+static double read_beside(qkb_case *c, double call_s) {
+    (void)call_s;
+    qkb_region reg[4];
+    size_t n = copy_regions(c, take_next(c->res), reg);
+    double bw = qkb_read_regions_once(c->res->pool, reg, n);
+    if (c->cold) qkb_evict_regions(reg, n);
+    return bw;
+}
+
+/* One plain stream of the next copy's traffic: a read of what the call reads, then
+ * a streaming write over what it writes (its outputs, which the call rewrites); its
+ * lines evicted after, as the read's. */
+static double stream_beside(qkb_case *c, double call_s) {
+    (void)call_s;
+    qkb_region reg[8];
+    size_t nin, nout;
+    copy_io(c, take_next(c->res), reg, &nin, reg + 4, &nout);
+    double bw = qkb_stream_regions_once(c->res->pool, reg, nin, reg + 4, nout);
+    memmove(reg + nin, reg + 4, nout * sizeof *reg);
+    qkb_evict_regions(reg, nin + nout);
+    return bw;
 }
 
 /* A burst of the tier's peak loop about as long as the call (0.5-5 ms). */
@@ -991,20 +1043,27 @@ static int reads_own(const qkb_case *c) {
     return c->threads == 1 && (c->kind == QKB_QUANTIZE || c->kind == QKB_DEQUANTIZE);
 }
 
-int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen) {
+int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, double *stream_bw, char *err,
+                        size_t errlen) {
+    stream_bw[0] = 0;
     if (!reads_own(c)) return 0;
-    return case_pairs(c, npairs, seconds, c->bytes, read_beside, kernel_bw, read_bw, err, errlen);
+    /* cold conversions, with a copy for the call, the read and the stream each */
+    int streams = c->cold && c->kind != QKB_MATMUL && c->res->ncopies >= 3;
+    const beside_fn beside[2] = {read_beside, stream_beside};
+    double *const ref[2] = {read_bw, stream_bw};
+    return case_pairs(c, npairs, seconds, c->bytes, streams ? 2 : 1, beside, kernel_bw, ref, err, errlen);
 }
 
 int qkb_case_peak_pairs(qkb_case *c, int npairs, double seconds, double *kernel_ops, double *peak_ops, char *err, size_t errlen) {
     if (!c->res || c->cold || c->threads != 1 || c->kind != QKB_MATMUL || strcmp(c->bound, "compute")) return 0;
-    return case_pairs(c, npairs, seconds, c->ops, peak_beside, kernel_ops, peak_ops, err, errlen);
+    const beside_fn beside[1] = {peak_beside};
+    double *const ref[1] = {peak_ops};
+    return case_pairs(c, npairs, seconds, c->ops, 1, beside, kernel_ops, ref, err, errlen);
 }
 
 int qkb_case_call(qkb_case *c, char *err, size_t errlen) {
     qkb_res *r = c->res;
-    int i = r->next;
-    r->next = r->next + 1 == r->ncopies ? 0 : r->next + 1;
+    int i = take_next(r);
     r->cur = i;
     r->status = QK_OK;
     qk_status s = QK_OK;

@@ -115,10 +115,16 @@ int qkb_case_call(qkb_case *c, char *err, size_t errlen);
 /// copy's codes, scales and offsets, and the f32 inputs of quantize or outputs of
 /// dequantize (cold too), so that each pair sees the same DRAM. The rates
 /// (bytes/s: the case's bytes per call, and the bytes read) into kernel_bw[i]
-/// and read_bw[i]. The number of pairs (0 for warm cases, other kinds, or a
-/// single copy), or -1 with a message in err if a call failed. Past `seconds`
-/// it stops at 5 pairs or more (slow calls).
-int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, char *err, size_t errlen);
+/// and read_bw[i]. Cold quantize and dequantize (3 copies or more) also get, after
+/// the read, one plain stream of the traffic of the copy after (a read of what the
+/// call reads, then the tier's streaming write over what it writes: most of a
+/// dequantize's bytes are writes, which DRAM takes slower than reads) into
+/// stream_bw[i] (bytes read and written per second); otherwise stream_bw[0] = 0.
+/// The number of pairs (0 for warm cases, other kinds, or a single copy), or -1
+/// with a message in err if a call failed. Past `seconds` it stops at 5 pairs or
+/// more (slow calls).
+int qkb_case_read_pairs(qkb_case *c, int npairs, double seconds, double *kernel_bw, double *read_bw, double *stream_bw, char *err,
+                        size_t errlen);
 /// The same for warm compute-bound matmul rows on one thread: npairs times, one call of
 /// the case (timed) and right after it a burst of the probe's peak loop of the case's
 /// tier and kind (int8 dot or f32 FMA) about as long as the call. Rates (ops/s) into

@@ -57,28 +57,38 @@ uint64_t qkb_read__scalar(const void *buf, size_t bytes) {
     return s0 + s1 + s2 + s3;
 }
 
+/* Plain stores; the barrier on the pointer keeps the loop from becoming a call
+ * to memset (whose large-size path may stream, or not, by libc version). */
+void qkb_write__scalar(void *buf, size_t bytes) {
+    uint64_t *p = buf;
+    for (size_t i = 0; i < bytes / 8; i += 8) {
+        OPAQUE(p);
+        p[i] = 0, p[i + 1] = 0, p[i + 2] = 0, p[i + 3] = 0, p[i + 4] = 0, p[i + 5] = 0, p[i + 6] = 0, p[i + 7] = 0;
+    }
+}
+
 const qkb_peak_tier qkb_peak_tiers[] = {
-    {QK_TIER_SCALAR, qkb_peak_f32__scalar, qkb_peak_i8__scalar, NULL, "mulss+addss", "imul+add", qkb_read__scalar},
+    {QK_TIER_SCALAR, qkb_peak_f32__scalar, qkb_peak_i8__scalar, NULL, "mulss+addss", "imul+add", qkb_read__scalar, qkb_write__scalar},
 #if QK_HAVE_AVX2
-    {QK_TIER_AVX2, qkb_peak_f32__avx2, qkb_peak_i8__avx2, qkb_peak_i8g32__avx2, "vfmadd231ps ymm", "vpmaddubsw+vpaddw ymm, vpmaddwd per 8", qkb_read__avx2},
+    {QK_TIER_AVX2, qkb_peak_f32__avx2, qkb_peak_i8__avx2, qkb_peak_i8g32__avx2, "vfmadd231ps ymm", "vpmaddubsw+vpaddw ymm, vpmaddwd per 8", qkb_read__avx2, qkb_write__avx2},
 #endif
 #if QK_HAVE_AVXVNNI
-    {QK_TIER_AVXVNNI, qkb_peak_f32__avx2, qkb_peak_i8__avxvnni, qkb_peak_i8g32__avxvnni, "vfmadd231ps ymm", "vpdpbusd ymm (VEX)", NULL},
+    {QK_TIER_AVXVNNI, qkb_peak_f32__avx2, qkb_peak_i8__avxvnni, qkb_peak_i8g32__avxvnni, "vfmadd231ps ymm", "vpdpbusd ymm (VEX)", NULL, NULL},
 #endif
 #if QK_HAVE_AVX512
-    {QK_TIER_AVX512, qkb_peak_f32__avx512, qkb_peak_i8__avx512, qkb_peak_i8g32__avx512, "vfmadd231ps zmm", "vpmaddubsw+vpaddw zmm, vpmaddwd per 8", qkb_read__avx512},
+    {QK_TIER_AVX512, qkb_peak_f32__avx512, qkb_peak_i8__avx512, qkb_peak_i8g32__avx512, "vfmadd231ps zmm", "vpmaddubsw+vpaddw zmm, vpmaddwd per 8", qkb_read__avx512, qkb_write__avx512},
 #endif
 #if QK_HAVE_AVX512VNNI
-    {QK_TIER_AVX512VNNI, qkb_peak_f32__avx512, qkb_peak_i8__avx512vnni, qkb_peak_i8g32__avx512vnni, "vfmadd231ps zmm", "vpdpbusd zmm", NULL},
+    {QK_TIER_AVX512VNNI, qkb_peak_f32__avx512, qkb_peak_i8__avx512vnni, qkb_peak_i8g32__avx512vnni, "vfmadd231ps zmm", "vpdpbusd zmm", NULL, NULL},
 #endif
 #if QK_HAVE_NEON
-    {QK_TIER_NEON, qkb_peak_f32__neon, qkb_peak_i8__neon, qkb_peak_i8g32__neon, "fmla v.4s", "smull+sadalp", qkb_read__neon},
+    {QK_TIER_NEON, qkb_peak_f32__neon, qkb_peak_i8__neon, qkb_peak_i8g32__neon, "fmla v.4s", "smull+sadalp", qkb_read__neon, qkb_write__neon},
 #endif
 #if QK_HAVE_NEONDOT
-    {QK_TIER_NEONDOT, qkb_peak_f32__neon, qkb_peak_i8__neondot, qkb_peak_i8g32__neondot, "fmla v.4s", "sdot v.4s", NULL},
+    {QK_TIER_NEONDOT, qkb_peak_f32__neon, qkb_peak_i8__neondot, qkb_peak_i8g32__neondot, "fmla v.4s", "sdot v.4s", NULL, NULL},
 #endif
 #if QK_HAVE_NEONI8MM
-    {QK_TIER_NEONI8MM, qkb_peak_f32__neon, qkb_peak_i8__neoni8mm, qkb_peak_i8g32__neoni8mm, "fmla v.4s", "smmla", NULL},
+    {QK_TIER_NEONI8MM, qkb_peak_f32__neon, qkb_peak_i8__neoni8mm, qkb_peak_i8g32__neoni8mm, "fmla v.4s", "smmla", NULL, NULL},
 #endif
 };
 const size_t qkb_peak_tier_count = sizeof qkb_peak_tiers / sizeof qkb_peak_tiers[0];

@@ -1,5 +1,5 @@
-/// The measurement loops behind `qkbench probe`: f32 FMA peak, int8 dot peak
-/// and a streaming read, one file per ISA tier (peak_<tier>.c, compiled with
+/// The measurement loops behind `qkbench probe`: f32 FMA peak, int8 dot peak,
+/// a streaming read and a streaming write, one file per ISA tier (peak_<tier>.c, compiled with
 /// that tier's flags only), plain C for the scalar tier (peak.c).
 ///
 /// Every loop keeps its accumulators in registers, hides its operands from
@@ -18,6 +18,10 @@ typedef double (*qkb_peak_fn)(uint64_t iters, volatile double *sink);
 /// Reads bytes [0, bytes) of buf once (bytes a multiple of 512, buf 64-byte
 /// aligned); returns a checksum.
 typedef uint64_t (*qkb_read_fn)(const void *buf, size_t bytes);
+/// Writes zeros over bytes [0, bytes) of buf once (the same alignment), as the
+/// tier's kernels write large outputs: non-temporal stores on x86 (no read for
+/// ownership, the lines go to DRAM), plain stores on Arm and in plain C.
+typedef void (*qkb_write_fn)(void *buf, size_t bytes);
 
 typedef struct qkb_peak_tier {
     qk_tier tier;
@@ -26,6 +30,7 @@ typedef struct qkb_peak_tier {
     qkb_peak_fn i8g32; ///< the same dot with W8A8's per-group rescale at g = 32 (NULL: none)
     const char *f32_insn, *i8_insn; ///< what the loops execute
     qkb_read_fn read; ///< NULL: use a lower tier's
+    qkb_write_fn write; ///< NULL: use a lower tier's
 } qkb_peak_tier;
 
 /// Every tier this build compiled, lowest first (scalar is always there).
@@ -36,7 +41,8 @@ extern const size_t qkb_peak_tier_count;
     double qkb_peak_f32__##tier(uint64_t iters, volatile double *sink); \
     double qkb_peak_i8__##tier(uint64_t iters, volatile double *sink);  \
     double qkb_peak_i8g32__##tier(uint64_t iters, volatile double *sink); \
-    uint64_t qkb_read__##tier(const void *buf, size_t bytes);
+    uint64_t qkb_read__##tier(const void *buf, size_t bytes);          \
+    void qkb_write__##tier(void *buf, size_t bytes);
 QKB_PEAK_DECL(scalar)
 QKB_PEAK_DECL(avx2)
 QKB_PEAK_DECL(avxvnni)

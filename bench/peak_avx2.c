@@ -1,5 +1,5 @@
 /* Probe loops of the avx2 tier: ymm FMA, the vpmaddubsw/vpmaddwd int8 dot,
- * and a streaming read. */
+ * a streaming read and a streaming write. */
 #if !defined(__AVX2__) || !defined(__FMA__)
 #error "peak_avx2.c needs the avx2 tier's flags"
 #endif
@@ -81,4 +81,14 @@ uint64_t qkb_read__avx2(const void *buf, size_t bytes) {
     uint64_t r[4];
     _mm256_storeu_si256((__m256i *)r, s);
     return r[0] + r[1] + r[2] + r[3];
+}
+
+/* Non-temporal 32-byte stores, then a fence (as the kernels' streaming outputs). */
+void qkb_write__avx2(void *buf, size_t bytes) {
+    __m256i *p = buf, z = _mm256_setzero_si256();
+    for (size_t i = 0; i < bytes / 32; i += 4) {
+        _mm256_stream_si256(p + i, z), _mm256_stream_si256(p + i + 1, z);
+        _mm256_stream_si256(p + i + 2, z), _mm256_stream_si256(p + i + 3, z);
+    }
+    _mm_sfence();
 }

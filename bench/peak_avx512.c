@@ -1,5 +1,5 @@
 /* Probe loops of the avx512 tier: zmm FMA, the vpmaddubsw int8 dot (int16 sums),
- * and a streaming read. */
+ * a streaming read and a streaming write. */
 #if !defined(__AVX512F__) || !defined(__AVX512BW__)
 #error "peak_avx512.c needs the avx512 tier's flags"
 #endif
@@ -84,4 +84,14 @@ uint64_t qkb_read__avx512(const void *buf, size_t bytes) {
     _mm512_storeu_si512(r, _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
     for (int i = 0; i < 8; i++) t += r[i];
     return t;
+}
+
+/* Non-temporal 64-byte stores, then a fence (as the kernels' streaming outputs). */
+void qkb_write__avx512(void *buf, size_t bytes) {
+    __m512i *p = buf, z = _mm512_setzero_si512();
+    for (size_t i = 0; i < bytes / 64; i += 4) {
+        _mm512_stream_si512(p + i, z), _mm512_stream_si512(p + i + 1, z);
+        _mm512_stream_si512(p + i + 2, z), _mm512_stream_si512(p + i + 3, z);
+    }
+    _mm_sfence();
 }

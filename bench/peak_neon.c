@@ -1,5 +1,5 @@
-/* Probe loops of the neon tier: fmla, the smull/sadalp int8 dot, and a
- * streaming read. */
+/* Probe loops of the neon tier: fmla, the smull/sadalp int8 dot, a streaming
+ * read and a streaming write. */
 #if !defined(__ARM_NEON)
 #error "peak_neon.c needs the neon tier's flags"
 #endif
@@ -70,4 +70,14 @@ uint64_t qkb_read__neon(const void *buf, size_t bytes) {
         s2 = vaddq_u64(s2, vld1q_u64(p + i + 12)), s3 = vaddq_u64(s3, vld1q_u64(p + i + 14));
     }
     return vaddvq_u64(vaddq_u64(vaddq_u64(s0, s1), vaddq_u64(s2, s3)));
+}
+
+/* Plain 16-byte stores (the Arm kernels write their outputs so). */
+void qkb_write__neon(void *buf, size_t bytes) {
+    uint64_t *p = buf;
+    uint64x2_t z = vdupq_n_u64(0);
+    for (size_t i = 0; i < bytes / 8; i += 8) {
+        vst1q_u64(p + i, z), vst1q_u64(p + i + 2, z);
+        vst1q_u64(p + i + 4, z), vst1q_u64(p + i + 6, z);
+    }
 }

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #include "commands.h"
 #include "emulation.h"
@@ -135,11 +138,20 @@ qkb_read_fn qkb_read_best(char *tier, size_t tn) {
     return NULL;
 }
 
-/* Each thread's 512-byte-aligned share of every region. */
+/* The best streaming write this CPU runs. */
+static qkb_write_fn write_best(void) {
+    for (size_t i = qkb_peak_tier_count; i-- > 0;)
+        if (qkb_peak_tiers[i].write && (qk_cpu()->tiers >> qkb_peak_tiers[i].tier & 1u)) return qkb_peak_tiers[i].write;
+    return NULL;
+}
+
+/* Each thread's 512-byte-aligned share of every region: it reads its shares of
+ * r[0, n), then writes its shares of w[0, nw). */
 typedef struct regions_job {
     qkb_read_fn read;
-    const qkb_region *r;
-    size_t n;
+    qkb_write_fn write;
+    const qkb_region *r, *w;
+    size_t n, nw;
     volatile uint64_t sink[64];
 } regions_job;
 
@@ -158,6 +170,11 @@ static void regions_task(void *ctx, int tid, int n) {
         size_t b = region_share(&j->r[i], tid, n, &p);
         if (b) s += j->read(p, b);
     }
+    for (size_t i = 0; i < j->nw; i++) {
+        const unsigned char *p;
+        size_t b = region_share(&j->w[i], tid, n, &p);
+        if (b) j->write((void *)(uintptr_t)p, b);
+    }
     j->sink[tid & 63] = s;
 }
 
@@ -173,15 +190,42 @@ static double regions_bytes(qkb_pool *pool, const qkb_region *r, size_t n) {
     return bytes;
 }
 
-double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n) {
-    regions_job j = {.read = qkb_read_best(NULL, 0), .r = r, .n = n};
-    double bytes = regions_bytes(pool, r, n);
-    if (!j.read || bytes <= 0) return 0;
+static double regions_once(qkb_pool *pool, regions_job *j) {
+    double bytes = regions_bytes(pool, j->r, j->n) + regions_bytes(pool, j->w, j->nw);
+    if (!j->read || (j->nw && !j->write) || bytes <= 0) return 0;
     double t0 = qkb_seconds();
-    if (pool) qkb_pool_run(pool, regions_task, &j);
-    else regions_task(&j, 0, 1);
+    if (pool) qkb_pool_run(pool, regions_task, j);
+    else regions_task(j, 0, 1);
     double t1 = qkb_seconds();
     return t1 > t0 ? bytes / (t1 - t0) : 0;
+}
+
+double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n) {
+    return regions_once(pool, &(regions_job){.read = qkb_read_best(NULL, 0), .r = r, .n = n});
+}
+
+double qkb_stream_regions_once(qkb_pool *pool, const qkb_region *in, size_t nin, const qkb_region *out, size_t nout) {
+    return regions_once(pool, &(regions_job){.read = qkb_read_best(NULL, 0), .write = write_best(), .r = in, .n = nin, .w = out, .nw = nout});
+}
+
+void qkb_evict_regions(const qkb_region *r, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char *p = (const char *)((uintptr_t)r[i].p & ~(uintptr_t)63), *e = (const char *)r[i].p + r[i].bytes;
+        for (; p < e; p += 64) {
+#if defined(__x86_64__) || defined(__i386__)
+            _mm_clflush(p);
+#elif defined(__aarch64__)
+            __asm__ volatile("dc civac, %0" : : "r"(p) : "memory");
+#else
+            (void)p;
+#endif
+        }
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_mfence();
+#elif defined(__aarch64__)
+    __asm__ volatile("dsb ish" : : : "memory");
+#endif
 }
 
 /* The best read loop this CPU runs (its tier's name in tier) and one buffer of

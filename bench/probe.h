@@ -99,6 +99,16 @@ typedef struct qkb_region {
 /// probe's loop, nothing touched before (cold buffers stay cold). Thread t of `pool`
 /// (NULL: the calling thread alone) reads the t-th share of every region. 0 if it cannot run.
 double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n);
+/// The plain stream of a call's own traffic now (aggregate bytes/s, read and
+/// written): one timed pass that reads the `in` regions with the probe's loop, then
+/// writes zeros over the `out` regions with the tier's streaming write (non-temporal
+/// on x86), thread t taking the t-th share of each. It overwrites `out`. 0 if it cannot run.
+double qkb_stream_regions_once(qkb_pool *pool, const qkb_region *in, size_t nin, const qkb_region *out, size_t nout);
+
+/// Writes back and drops every cache line of the regions from every cache level
+/// (x86 clflush, Arm dc civac; nothing elsewhere), so that what a reference pass
+/// read beside a cold call cannot be found in cache by the calls after it.
+void qkb_evict_regions(const qkb_region *r, size_t n);
 
 /// The last-level cache size the cold rotation and the DRAM figure are based on:
 /// the largest measured cache level, or hwloc's size for it when larger and not

@@ -148,6 +148,8 @@ static void row_json(qkw *w, const qkb_row *r) {
     qkw_knum(w, "speedup_vs_scalar", r->speedup);
     qkw_knum(w, "read_gbps", r->read_gbps);
     qkw_knum(w, "of_read", r->of_read);
+    qkw_knum(w, "stream_gbps", r->stream_gbps);
+    qkw_knum(w, "of_stream", r->of_stream);
     qkw_knum(w, "peak_now_gops", r->peak_now_gops);
     qkw_knum(w, "of_peak_now", r->of_peak);
     qkw_kint(w, "headline", r->headline);
@@ -157,21 +159,22 @@ static void row_json(qkw *w, const qkb_row *r) {
     for (int i = 0; i < r->ntimes; i++) qkw_num(w, r->times[i]);
     qkw_end_arr(w);
     pairs_json(w, "read_pairs_gbps", r->pairs, r->npairs);
+    pairs_json(w, "stream_pairs_gbps", r->sp, r->nsp);
     pairs_json(w, "peak_pairs_gops", r->pk, r->npk);
     qkw_end_obj(w);
 }
 
 static const char *csv_header =
     "name,op,what,kernel,tier,format,group,scales,M,N,K,threads,cache,reps,iterations,median_s,mean_s,min_s,max_s,"
-    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated,read_gbps,of_read,peak_now_gops,of_peak_now\n";
+    "stddev_s,cv,spread,ops,bytes,gops,gbps,bpw,ai,level,bw_gbps,peak_gops,roofline_s,roofline,bound,speedup_vs_scalar,headline,emulated,read_gbps,of_read,peak_now_gops,of_peak_now,stream_gbps,of_stream\n";
 
 static void row_csv(qkb_buf *b, const qkb_row *r) {
     qkb_buf_printf(b, "%s,%s,%s,%s,%s,%s,%zu,%s,%zu,%zu,%zu,%d,%s,%d,%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%s,"
-                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d,%.5g,%.4g,%.5g,%.4g\n",
+                      "%.5g,%.5g,%.6g,%.4g,%s,%.4g,%d,%d,%.5g,%.4g,%.5g,%.4g,%.5g,%.4g\n",
                    r->name, r->op, r->what, r->kernel, r->tier, r->format, r->group, r->scales, r->M, r->N, r->K, r->threads, r->cache,
                    r->reps, (long long)r->iterations, r->median_s, r->mean_s, r->min_s, r->max_s, r->stddev_s, r->cv, r->spread, r->ops,
                    r->bytes, r->gops, r->gbps, r->bpw, r->ai, r->level, r->bw_gbps, r->peak_gops, r->roofline_s, r->roofline, r->bound,
-                   r->speedup, r->headline, r->emulated, r->read_gbps, r->of_read, r->peak_now_gops, r->of_peak);
+                   r->speedup, r->headline, r->emulated, r->read_gbps, r->of_read, r->peak_now_gops, r->of_peak, r->stream_gbps, r->of_stream);
 }
 
 int qkb_rows_write(const char *dir, const qkb_run_meta *m, const qkb_row *rows, size_t n, const qkb_skip *skips, size_t nskip,
@@ -310,11 +313,14 @@ int qkb_rows_load(const char *path, qkb_run_meta *m, qkb_row **rows, size_t *n, 
         r->speedup = qkj_num(qkj_get(o, "speedup_vs_scalar"), 0);
         r->read_gbps = qkj_num(qkj_get(o, "read_gbps"), 0);
         r->of_read = qkj_num(qkj_get(o, "of_read"), 0);
+        r->stream_gbps = qkj_num(qkj_get(o, "stream_gbps"), 0);
+        r->of_stream = qkj_num(qkj_get(o, "of_stream"), 0);
         const qkj *ts = qkj_get(o, "times_s");
         for (size_t k = 0; ts && ts->type == QKJ_ARR && k < ts->n && k < QKB_ROW_MAX_TIMES; k++) r->times[r->ntimes++] = qkj_num(ts->items[k], 0);
         r->peak_now_gops = qkj_num(qkj_get(o, "peak_now_gops"), 0);
         r->of_peak = qkj_num(qkj_get(o, "of_peak_now"), 0);
         r->npairs = pairs_load(qkj_get(o, "read_pairs_gbps"), r->pairs);
+        r->nsp = pairs_load(qkj_get(o, "stream_pairs_gbps"), r->sp);
         r->npk = pairs_load(qkj_get(o, "peak_pairs_gops"), r->pk);
     }
     qkj_free(root);
@@ -353,15 +359,16 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
     if (emulated) fprintf(f, md ? "**%s** (an emulated CPU: compare nothing here with real hardware)\n\n" : "%s (an emulated CPU: compare nothing here with real hardware)\n", QKB_EMULATED_LINE);
     if (md) {
         fprintf(f, "| op | mode | format | g | shape | threads | cache | best kernel | time | rate | %% of roofline (level) | "
-                   "%% of a plain read of its buffers (cold; warm quantize/dequantize) or of the peak loop now (pk: warm, compute-bound) | "
+                   "%% of a plain read of its buffers (cold gemv/gemm; warm quantize/dequantize), of a plain stream of its own reads and "
+                   "writes (st: cold quantize/dequantize) or of the peak loop now (pk: warm, compute-bound) | "
                    "speed-up vs scalar |\n");
         fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     } else {
-        fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %7s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
+        fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3s %-5s %-38s %9s %13s %15s %9s %9s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5],
                 hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11], hdr[12]);
     }
     char *done = calloc(n ? n : 1, 1);
-    int over = 0, any = 0;
+    int over = 0, any = 0, streams = 0;
     for (size_t i = 0; i < n; i++) any |= rows[i].headline;
     for (size_t i = 0; i < n; i++) {
         if ((any && !rows[i].headline) || done[i]) continue;
@@ -376,7 +383,8 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
         const qkb_row *r = &rows[best];
         char t[32], rate[32], shape[48], roof[32], sp[32], g[16], rd[16] = "-";
         fmt_time(t, sizeof t, r->median_s);
-        if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f%%", 100 * r->of_read);
+        if (r->stream_gbps > 0) snprintf(rd, sizeof rd, "%.1f%% st", 100 * r->of_stream), streams = 1;
+        else if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f%%", 100 * r->of_read);
         else if (r->peak_now_gops > 0) snprintf(rd, sizeof rd, "%.1f%% pk", 100 * r->of_peak);
         fmt_rate(rate, sizeof rate, r);
         fmt_shape(shape, sizeof shape, r);
@@ -390,10 +398,13 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
             fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | `%s` | %s | %s | %s | %s | %s |\n", r->op, mode, r->format, g, shape, r->threads,
                     r->cache, r->kernel, t, rate, roof, rd, sp);
         else
-            fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3d %-5s %-38s %9s %13s %15s %7s %9s\n", r->op, mode, r->format, g, shape, r->threads,
+            fprintf(f, "%-10s %-9s %-6s %-4s %-12s %-3d %-5s %-38s %9s %13s %15s %9s %9s\n", r->op, mode, r->format, g, shape, r->threads,
                     r->cache, r->kernel, t, rate, roof, rd, sp);
     }
     free(done);
+    if (streams && !md)
+        fprintf(f, "st: of a plain stream of the row's own reads and writes beside its calls (cold quantize/dequantize: "
+                   "DRAM takes writes slower than reads); summary.md also gives their plain read\n");
     if (over & 1)
         fprintf(f, "%s! above 100%%: the probe underestimated that limit (measured while the machine was busy?): "
                    "qkbench probe --reprobe on a quiet machine\n", md ? "\n" : "");
@@ -611,20 +622,25 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
                "the next copy, 21 times, the median of the ratios. That is the fraction of what DRAM gave at that moment, which on a "
                "shared machine can be far from the cached probe and moves within tens of milliseconds. Warm quantize and dequantize rows "
                "on one thread give the same over a read of their own cached buffers (one copy): what their cache level gave the "
-               "core right then.\n\n");
+               "core right then. Cold quantize and dequantize rows also give their rate over a plain stream of their own traffic "
+               "beside each call (st: a read of what the call reads, then streaming stores over what it writes): a dequantize's bytes "
+               "are mostly writes, which DRAM takes slower than reads, so that is the limit their target is held against.\n\n");
     qkb_rows_table(f, rows, n, 1);
     fprintf(f, "\n");
     tiers_table(f, rows, n);
     if (extra_md && *extra_md) fprintf(f, "\n%s\n", extra_md);
     fprintf(f, "\n## All rows (%zu)\n\n| name | median | spread | GOP/s | GB/s | bpw | level | %% of roofline | bound | "
-               "plain read of its buffers, or the peak loop now (pk) | vs scalar |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+               "plain read of its buffers, and a plain stream of its reads and writes (st), or the peak loop now (pk) | vs scalar |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
             n);
     for (size_t i = 0; i < n; i++) {
         const qkb_row *r = &rows[i];
-        char t[32], sp[32] = "-", rd[48] = "-";
+        char t[32], sp[32] = "-", rd[96] = "-";
         fmt_time(t, sizeof t, r->median_s);
         if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2fx", r->speedup);
-        if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f GB/s (%.1f%%)", r->read_gbps, 100 * r->of_read);
+        if (r->stream_gbps > 0)
+            snprintf(rd, sizeof rd, "%.1f GB/s (%.1f%%), st %.1f GB/s (%.1f%%)", r->read_gbps, 100 * r->of_read, r->stream_gbps,
+                     100 * r->of_stream);
+        else if (r->read_gbps > 0) snprintf(rd, sizeof rd, "%.1f GB/s (%.1f%%)", r->read_gbps, 100 * r->of_read);
         else if (r->peak_now_gops > 0) snprintf(rd, sizeof rd, "pk %.0f GOP/s (%.1f%%)", r->peak_now_gops, 100 * r->of_peak);
         fprintf(f, "| `%s` | %s | %.1f%% | %.2f | %.2f | %.2f | %s | %.1f%% | %s | %s | %s |\n", r->name, t, 100 * r->spread, r->gops,
                 r->gbps, r->bpw, r->level, 100 * r->roofline, r->bound, rd, sp);

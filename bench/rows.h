@@ -32,6 +32,14 @@
 ///   of_read     the median over the pairs of kernel / read: the fraction of what a plain read got from
 ///               DRAM (cold) or from the cache level of the buffers (warm) at the same moment (on a
 ///               shared machine DRAM moves within tens of milliseconds, a core slows for minutes)
+///   stream_pairs_gbps  cold quantize and dequantize rows (results.json only): the same calls, each
+///               also beside one plain stream of the traffic of the copy after: a read of what the call
+///               reads, then the tier's streaming write (x86: non-temporal) over what it writes, in GB/s
+///               read and written. A dequantize writes 8 bytes of f32 for each byte or two it reads, and
+///               DRAM takes writes slower than reads (here a streaming write gets 65-85% of a read)
+///   stream_gbps  the median stream of those pairs (0: not measured)
+///   of_stream   the median over the pairs of kernel / stream: the fraction of what DRAM gave the
+///               call's own mix of reads and writes at that moment (the cold conversions' target, §7)
 ///   peak_pairs_gops  warm compute-bound matmul rows on 1 thread (results.json only): after the
 ///               repetitions, [kernel, peak] GOP/s of alternating single calls and bursts of the
 ///               probe's peak loop of the row's tier and kind (int8 dot or f32 FMA), each about a call long
@@ -62,11 +70,13 @@ typedef struct qkb_row {
     double median_s, mean_s, min_s, max_s, stddev_s, cv, spread;
     double ops, bytes, gops, gbps, bpw, ai;
     double bw_gbps, peak_gops, roofline_s, roofline, speedup;
-    double read_gbps, of_read;
+    double read_gbps, of_read, stream_gbps, of_stream;
     int ntimes;
     double times[QKB_ROW_MAX_TIMES];
     int npairs;
     double pairs[QKB_ROW_MAX_PAIRS][2]; /* read_pairs_gbps: [kernel, read] */
+    int nsp;
+    double sp[QKB_ROW_MAX_PAIRS][2]; /* stream_pairs_gbps: [kernel, stream] */
     double peak_now_gops, of_peak;
     int npk;
     double pk[QKB_ROW_MAX_PAIRS][2]; /* peak_pairs_gops: [kernel, peak] */
