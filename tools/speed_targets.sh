@@ -9,7 +9,9 @@
 #            L3/DRAM edge) nor 16x4096 cold (too small to stream)
 # Cold rows give two fractions: of the cached probe's DRAM (roofline) and of a plain
 # read of their own buffers right around them (of read), which is what DRAM gave then;
-# warm conversions from L2 likewise: of the probe's L2 and of a read of their cached buffers.
+# cold conversions also of a plain stream of their own reads and writes (of stream, their
+# target: a dequantize's bytes are mostly writes); warm conversions from L2: of the probe's
+# L2 and of a read of their cached buffers.
 # Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
 # missed), also written to speed_targets.md in the prefill folder.
 # A run that met a slow core (its core check before or after its cases, or the peak loop
