@@ -1014,7 +1014,7 @@ static double read_beside(qkb_case *c, double call_s) {
     return bw;
 }
 
-/* One plain stream of the next copy's traffic: a read of what the call reads, then
+/* One plain stream of the next copy's traffic: a read of what the call reads and
  * a streaming write over what it writes (its outputs, which the call rewrites); its
  * lines evicted after, as the read's. */
 static double stream_beside(qkb_case *c, double call_s) {

@@ -117,7 +117,7 @@ int qkb_case_call(qkb_case *c, char *err, size_t errlen);
 /// (bytes/s: the case's bytes per call, and the bytes read) into kernel_bw[i]
 /// and read_bw[i]. Cold quantize and dequantize (3 copies or more) also get, after
 /// the read, one plain stream of the traffic of the copy after (a read of what the
-/// call reads, then the tier's streaming write over what it writes: most of a
+/// call reads and the tier's streaming write over what it writes, in turn: most of a
 /// dequantize's bytes are writes, which DRAM takes slower than reads) into
 /// stream_bw[i] (bytes read and written per second); otherwise stream_bw[0] = 0.
 /// The number of pairs (0 for warm cases, other kinds, or a single copy), or -1

@@ -60,10 +60,10 @@ uint64_t qkb_read__scalar(const void *buf, size_t bytes) {
 /* Plain stores; the barrier on the pointer keeps the loop from becoming a call
  * to memset (whose large-size path may stream, or not, by libc version). */
 void qkb_write__scalar(void *buf, size_t bytes) {
-    uint64_t *p = buf;
-    for (size_t i = 0; i < bytes / 8; i += 8) {
+    uint64_t *p = buf, v = QKB_WRITE_PATTERN;
+    for (size_t i = 0; i < bytes / 8; i += 8, v++) {
         OPAQUE(p);
-        p[i] = 0, p[i + 1] = 0, p[i + 2] = 0, p[i + 3] = 0, p[i + 4] = 0, p[i + 5] = 0, p[i + 6] = 0, p[i + 7] = 0;
+        p[i] = v, p[i + 1] = v, p[i + 2] = v, p[i + 3] = v, p[i + 4] = v, p[i + 5] = v, p[i + 6] = v, p[i + 7] = v;
     }
 }
 

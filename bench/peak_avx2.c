@@ -83,12 +83,11 @@ uint64_t qkb_read__avx2(const void *buf, size_t bytes) {
     return r[0] + r[1] + r[2] + r[3];
 }
 
-/* Non-temporal 32-byte stores, then a fence (as the kernels' streaming outputs). */
+/* Non-temporal 32-byte stores (as the kernels' streaming outputs); the caller fences. */
 void qkb_write__avx2(void *buf, size_t bytes) {
-    __m256i *p = buf, z = _mm256_setzero_si256();
-    for (size_t i = 0; i < bytes / 32; i += 4) {
-        _mm256_stream_si256(p + i, z), _mm256_stream_si256(p + i + 1, z);
-        _mm256_stream_si256(p + i + 2, z), _mm256_stream_si256(p + i + 3, z);
+    __m256i *p = buf, v = _mm256_set1_epi32(QKB_WRITE_PATTERN), one = _mm256_set1_epi32(1);
+    for (size_t i = 0; i < bytes / 32; i += 4, v = _mm256_add_epi32(v, one)) {
+        _mm256_stream_si256(p + i, v), _mm256_stream_si256(p + i + 1, v);
+        _mm256_stream_si256(p + i + 2, v), _mm256_stream_si256(p + i + 3, v);
     }
-    _mm_sfence();
 }

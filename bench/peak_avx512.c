@@ -86,12 +86,11 @@ uint64_t qkb_read__avx512(const void *buf, size_t bytes) {
     return t;
 }
 
-/* Non-temporal 64-byte stores, then a fence (as the kernels' streaming outputs). */
+/* Non-temporal 64-byte stores (as the kernels' streaming outputs); the caller fences. */
 void qkb_write__avx512(void *buf, size_t bytes) {
-    __m512i *p = buf, z = _mm512_setzero_si512();
-    for (size_t i = 0; i < bytes / 64; i += 4) {
-        _mm512_stream_si512(p + i, z), _mm512_stream_si512(p + i + 1, z);
-        _mm512_stream_si512(p + i + 2, z), _mm512_stream_si512(p + i + 3, z);
+    __m512i *p = buf, v = _mm512_set1_epi32(QKB_WRITE_PATTERN), one = _mm512_set1_epi32(1);
+    for (size_t i = 0; i < bytes / 64; i += 4, v = _mm512_add_epi32(v, one)) {
+        _mm512_stream_si512(p + i, v), _mm512_stream_si512(p + i + 1, v);
+        _mm512_stream_si512(p + i + 2, v), _mm512_stream_si512(p + i + 3, v);
     }
-    _mm_sfence();
 }

@@ -75,9 +75,9 @@ uint64_t qkb_read__neon(const void *buf, size_t bytes) {
 /* Plain 16-byte stores (the Arm kernels write their outputs so). */
 void qkb_write__neon(void *buf, size_t bytes) {
     uint64_t *p = buf;
-    uint64x2_t z = vdupq_n_u64(0);
-    for (size_t i = 0; i < bytes / 8; i += 8) {
-        vst1q_u64(p + i, z), vst1q_u64(p + i + 2, z);
-        vst1q_u64(p + i + 4, z), vst1q_u64(p + i + 6, z);
+    uint64x2_t v = vdupq_n_u64(QKB_WRITE_PATTERN), one = vdupq_n_u64(1);
+    for (size_t i = 0; i < bytes / 8; i += 8, v = vaddq_u64(v, one)) {
+        vst1q_u64(p + i, v), vst1q_u64(p + i + 2, v);
+        vst1q_u64(p + i + 4, v), vst1q_u64(p + i + 6, v);
     }
 }

@@ -623,8 +623,8 @@ int qkb_summary_write(const char *dir, const qkb_run_meta *m, const qkb_limits *
                "shared machine can be far from the cached probe and moves within tens of milliseconds. Warm quantize and dequantize rows "
                "on one thread give the same over a read of their own cached buffers (one copy): what their cache level gave the "
                "core right then. Cold quantize and dequantize rows also give their rate over a plain stream of their own traffic "
-               "beside each call (st: a read of what the call reads, then streaming stores over what it writes): a dequantize's bytes "
-               "are mostly writes, which DRAM takes slower than reads, so that is the limit their target is held against.\n\n");
+               "beside each call (st: a read of what the call reads and streaming stores of data over what it writes, in turn): a dequantize's bytes "
+               "are mostly writes, which DRAM does not take at the rate of reads, so that is the limit their target is held against.\n\n");
     qkb_rows_table(f, rows, n, 1);
     fprintf(f, "\n");
     tiers_table(f, rows, n);

@@ -34,7 +34,7 @@
 ///               shared machine DRAM moves within tens of milliseconds, a core slows for minutes)
 ///   stream_pairs_gbps  cold quantize and dequantize rows (results.json only): the same calls, each
 ///               also beside one plain stream of the traffic of the copy after: a read of what the call
-///               reads, then the tier's streaming write (x86: non-temporal) over what it writes, in GB/s
+///               reads and the tier's streaming write (x86: non-temporal) of data over what it writes, in turn, in GB/s
 ///               read and written. A dequantize writes 8 bytes of f32 for each byte or two it reads, and
 ///               DRAM takes writes slower than reads (here a streaming write gets 65-85% of a read)
 ///   stream_gbps  the median stream of those pairs (0: not measured)
