@@ -518,9 +518,10 @@ static void row_pairs(qkb_case *c, qkb_row *row) {
     double kb[READ_PAIRS], rb[READ_PAIRS], sb[READ_PAIRS];
     char err[300];
     int n = qkb_case_read_pairs(c, READ_PAIRS, 0.5, kb, rb, sb, err, sizeof err);
-    if (n > 0) pairs_into(kb, rb, n, row->pairs, &row->npairs, &row->of_read, &row->read_gbps);
-    if (n > 0 && sb[0] > 0) pairs_into(kb, sb, n, row->sp, &row->nsp, &row->of_stream, &row->stream_gbps);
-    else if (!c->cold && (n = qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, rb, err, sizeof err)) > 0)
+    if (n > 0) {
+        pairs_into(kb, rb, n, row->pairs, &row->npairs, &row->of_read, &row->read_gbps);
+        if (sb[0] > 0) pairs_into(kb, sb, n, row->sp, &row->nsp, &row->of_stream, &row->stream_gbps);
+    } else if (!c->cold && (n = qkb_case_peak_pairs(c, PEAK_PAIRS, 0.2, kb, rb, err, sizeof err)) > 0)
         pairs_into(kb, rb, n, row->pk, &row->npk, &row->of_peak, &row->peak_now_gops);
 }
 

@@ -942,31 +942,20 @@ static qk_status outlier_call(const qkb_case *c, qkb_res *r, int i) {
     }
 }
 
-/* The buffers copy i of a set-up case streams: what the call reads into in, what it
- * writes into out (room for 4 together); their counts. */
-static void copy_io(const qkb_case *c, int i, qkb_region *in, size_t *nin, qkb_region *out, size_t *nout) {
+/* The buffers copy i of a set-up case streams, into reg (room for 4): first the nin
+ * the call reads, then what it writes; their count. */
+static size_t copy_regions(const qkb_case *c, int i, qkb_region *reg, size_t *nin) {
     const qkb_res *r = c->res;
     const qk_qmat *w = &r->w[i];
-    size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4);
-    qkb_region *q = c->kind == QKB_QUANTIZE ? out : in;
-    size_t nq = 0;
-    q[nq++] = (qkb_region){w->codes, w->rows * w->row_bytes};
-    if (w->scales) q[nq++] = (qkb_region){w->scales, sb};
-    if (w->mins) q[nq++] = (qkb_region){w->mins, sb};
-    *nin = *nout = 0;
-    if (c->kind == QKB_QUANTIZE) *nout = nq, in[(*nin)++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
-    else *nin = nq;
-    if (c->kind == QKB_DEQUANTIZE) out[(*nout)++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
-}
-
-/* Every buffer copy i streams, into reg (room for 4); their count. */
-static size_t copy_regions(const qkb_case *c, int i, qkb_region *reg) {
-    qkb_region in[4], out[4];
-    size_t nin, nout;
-    copy_io(c, i, in, &nin, out, &nout);
-    for (size_t k = 0; k < nout; k++) in[nin + k] = out[k];
-    memcpy(reg, in, (nin + nout) * sizeof *reg);
-    return nin + nout;
+    size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4), n = 0;
+    if (c->kind == QKB_QUANTIZE) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
+    *nin = c->kind == QKB_QUANTIZE ? 1 : 0;
+    reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};
+    if (w->scales) reg[n++] = (qkb_region){w->scales, sb};
+    if (w->mins) reg[n++] = (qkb_region){w->mins, sb};
+    if (c->kind != QKB_QUANTIZE) *nin = n;
+    if (c->kind == QKB_DEQUANTIZE) reg[n++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
+    return n;
 }
 
 static int streams_dram(const qkb_case *c) {
@@ -1008,7 +997,7 @@ static int take_next(qkb_res *r) {
 static double read_beside(qkb_case *c, double call_s) {
     (void)call_s;
     qkb_region reg[4];
-    size_t n = copy_regions(c, take_next(c->res), reg);
+    size_t nin, n = copy_regions(c, take_next(c->res), reg, &nin);
     double bw = qkb_read_regions_once(c->res->pool, reg, n);
     if (c->cold) qkb_evict_regions(reg, n);
     return bw;
@@ -1019,12 +1008,10 @@ static double read_beside(qkb_case *c, double call_s) {
  * lines evicted after, as the read's. */
 static double stream_beside(qkb_case *c, double call_s) {
     (void)call_s;
-    qkb_region reg[8];
-    size_t nin, nout;
-    copy_io(c, take_next(c->res), reg, &nin, reg + 4, &nout);
-    double bw = qkb_stream_regions_once(c->res->pool, reg, nin, reg + 4, nout);
-    memmove(reg + nin, reg + 4, nout * sizeof *reg);
-    qkb_evict_regions(reg, nin + nout);
+    qkb_region reg[4];
+    size_t nin, n = copy_regions(c, take_next(c->res), reg, &nin);
+    double bw = qkb_stream_regions_once(c->res->pool, reg, nin, reg + nin, n - nin);
+    qkb_evict_regions(reg, n);
     return bw;
 }
 

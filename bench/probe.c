@@ -146,7 +146,8 @@ static qkb_write_fn write_best(void) {
 }
 
 /* Each thread's 512-byte-aligned share of every region: it reads its shares of
- * r[0, n), then writes its shares of w[0, nw). */
+ * r[0, n), then writes its shares of w[0, nw) (n + nw <= QKB_REGIONS_MAX). */
+enum { QKB_REGIONS_MAX = 8 };
 typedef struct regions_job {
     qkb_read_fn read;
     qkb_write_fn write;
@@ -168,27 +169,24 @@ static size_t step_at(size_t b, size_t st, size_t steps) { return b / 512 * st /
 static void regions_task(void *ctx, int tid, int n) {
     regions_job *j = ctx;
     uint64_t s = 0;
+    /* this thread's shares, found before the passes: reads r[0, n), then writes */
+    const unsigned char *p[QKB_REGIONS_MAX];
+    size_t b[QKB_REGIONS_MAX], nr = j->n + j->nw, wb = 0, steps = 1;
+    for (size_t i = 0; i < nr; i++) {
+        b[i] = region_share(i < j->n ? &j->r[i] : &j->w[i - j->n], tid, n, &p[i]);
+        if (i >= j->n) wb += b[i];
+    }
     /* with writes, in steps of about 16 KiB of them, each first reading its slice of the
      * reads: in turn, as a conversion reads and writes (reading everything first and
      * then writing ran slower than the dequantize kernels, in a quiet hour) */
-    size_t wb = 0, steps = 1;
-    for (size_t i = 0; i < j->nw; i++) {
-        const unsigned char *p;
-        wb += region_share(&j->w[i], tid, n, &p);
-    }
     if (wb >= 2 * 16384) steps = wb / 16384;
-    for (size_t st = 0; st < steps; st++) {
-        for (size_t i = 0; i < j->n; i++) {
-            const unsigned char *p;
-            size_t b = region_share(&j->r[i], tid, n, &p), lo = step_at(b, st, steps), hi = step_at(b, st + 1, steps);
-            if (hi > lo) s += j->read(p + lo, hi - lo);
+    for (size_t st = 0; st < steps; st++)
+        for (size_t i = 0; i < nr; i++) {
+            size_t lo = step_at(b[i], st, steps), hi = step_at(b[i], st + 1, steps);
+            if (hi <= lo) continue;
+            if (i < j->n) s += j->read(p[i] + lo, hi - lo);
+            else j->write((void *)(uintptr_t)(p[i] + lo), hi - lo);
         }
-        for (size_t i = 0; i < j->nw; i++) {
-            const unsigned char *p;
-            size_t b = region_share(&j->w[i], tid, n, &p), lo = step_at(b, st, steps), hi = step_at(b, st + 1, steps);
-            if (hi > lo) j->write((void *)(uintptr_t)(p + lo), hi - lo);
-        }
-    }
 #if defined(__x86_64__) || defined(__i386__)
     if (j->nw) _mm_sfence(); /* the streaming stores are done */
 #endif
@@ -209,7 +207,7 @@ static double regions_bytes(qkb_pool *pool, const qkb_region *r, size_t n) {
 
 static double regions_once(qkb_pool *pool, regions_job *j) {
     double bytes = regions_bytes(pool, j->r, j->n) + regions_bytes(pool, j->w, j->nw);
-    if (!j->read || (j->nw && !j->write) || bytes <= 0) return 0;
+    if (!j->read || (j->nw && !j->write) || j->n + j->nw > QKB_REGIONS_MAX || bytes <= 0) return 0;
     double t0 = qkb_seconds();
     if (pool) qkb_pool_run(pool, regions_task, j);
     else regions_task(j, 0, 1);

@@ -97,7 +97,8 @@ typedef struct qkb_region {
 } qkb_region;
 /// Read bandwidth now (aggregate bytes/s) of the given buffers: one timed pass of the
 /// probe's loop, nothing touched before (cold buffers stay cold). Thread t of `pool`
-/// (NULL: the calling thread alone) reads the t-th share of every region. 0 if it cannot run.
+/// (NULL: the calling thread alone) reads the t-th share of every region (8 regions at
+/// most). 0 if it cannot run.
 double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n);
 /// The plain stream of a call's own traffic now (aggregate bytes/s, read and
 /// written): one timed pass that reads the `in` regions with the probe's loop, then

@@ -404,7 +404,7 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
     free(done);
     if (streams && !md)
         fprintf(f, "st: of a plain stream of the row's own reads and writes beside its calls (cold quantize/dequantize: "
-                   "DRAM takes writes slower than reads); summary.md also gives their plain read\n");
+                   "most of their bytes are writes); summary.md also gives their plain read\n");
     if (over & 1)
         fprintf(f, "%s! above 100%%: the probe underestimated that limit (measured while the machine was busy?): "
                    "qkbench probe --reprobe on a quiet machine\n", md ? "\n" : "");
