@@ -36,7 +36,7 @@
 ///               also beside one plain stream of the traffic of the copy after: a read of what the call
 ///               reads and the tier's streaming write (x86: non-temporal) of data over what it writes, in turn, in GB/s
 ///               read and written. A dequantize writes 8 bytes of f32 for each byte or two it reads, and
-///               DRAM takes writes slower than reads (here a streaming write gets 65-85% of a read)
+///               DRAM does not take writes at the rate of reads (here the stream ran 77-93% of the read beside the same calls)
 ///   stream_gbps  the median stream of those pairs (0: not measured)
 ///   of_stream   the median over the pairs of kernel / stream: the fraction of what DRAM gave the
 ///               call's own mix of reads and writes at that moment (the cold conversions' target, §7)
