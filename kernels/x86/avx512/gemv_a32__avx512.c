@@ -153,7 +153,23 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * value 16i + j of a 128-value step), each looked up in the 16-float table t
  * and multiplied by x of that value (xt, 16 per nibble), added to part[r]
  * (which holds nibble 0's products). All rows of the step per nibble, so the
- * x load is shared. */
+ * x load is shared.
+ * This loop bounds the w4s/w4a/q4_0 gemv on one thread: 16 weights cost a
+ * shift, a lookup and an FMA, which on the Zen 5 host issue on three
+ * different pairs of its four vector pipes (shifts with the adds, vpermps on
+ * the middle two, FMAs with the multiplies). From DRAM a call at g = 128
+ * reads 15% fewer bytes than at g = 32 and takes only 3-6% less time
+ * (1x4096x14336 w4s, one thread: 1.17 against 1.20 ms, and 1.57 against 1.67
+ * on a slower spell, `qkbench bench --shape 1x4096x14336 --group 32,128
+ * --threads 1 --cache cold --filter '^gemv/W4A32/w4s/.*gemv.*avx512$'`,
+ * 2026-12-07): the time follows the weights, not the bytes. Tried and slower
+ * (tools/ab.py --rounds 3 --pin 0, warm 1x2048x4096 and 1x512x14336, cold
+ * 1x4096x14336 and 1x14336x4096): each nibble made a float by a bit-select
+ * under the exponent of 2^(23-4i) and one subtraction, exact and with no
+ * lookup or shift, 1.14-1.37x the time warm and cold (the bit-select
+ * overwrites its input, so each needs a register copy, and the eight rows
+ * spill); warm only, two FMA chains per row 1.01-1.15x, and 4 rows per step
+ * instead of 8 0.99-1.13x. */
 QK_INLINE void nib_parts(size_t nr, const __m512i *v, __m512 t, const float *xb, __m512 *part) {
 #pragma GCC unroll 8
     for (unsigned i = 1; i < 8; i++) {

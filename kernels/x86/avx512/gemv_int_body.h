@@ -48,7 +48,9 @@ enum { GI_FLUSH = 32768 };
  * hardware prefetchers alone leave DRAM bandwidth unused: without software
  * prefetch one thread read 18 GB/s of w4s codes, at 4 KiB ahead 33, at 8 KiB
  * 37 of the 43 a plain read gets; 16 KiB evicted the activation tables from
- * L1 on 14336-long rows). */
+ * L1 on 14336-long rows). Into L2 (prefetcht1) instead, W8A8 w8s from DRAM
+ * on one thread took 1.08-1.52x the time (tools/ab.py --rounds 7, 1x4096x14336
+ * and 1x14336x4096, g = 32 and 128, 2026-12-07); 16 KiB ahead, 0.96-1.04. */
 #ifndef GI_PF
 #define GI_PF 8192
 #endif
