@@ -154,15 +154,16 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * and multiplied by x of that value (xt, 16 per nibble), added to part[r]
  * (which holds nibble 0's products). All rows of the step per nibble, so the
  * x load is shared.
- * This loop bounds the w4s/w4a/q4_0 gemv on one thread: 16 weights cost a
- * shift, a lookup and an FMA, which on the Zen 5 host issue on three
- * different pairs of its four vector pipes (shifts with the adds, vpermps on
- * the middle two, FMAs with the multiplies). From DRAM a call at g = 128
- * reads 15% fewer bytes than at g = 32 and takes only 3-6% less time
- * (1x4096x14336 w4s, one thread: 1.17 against 1.20 ms, and 1.57 against 1.67
- * on a slower spell, `qkbench bench --shape 1x4096x14336 --group 32,128
- * --threads 1 --cache cold --filter '^gemv/W4A32/w4s/.*gemv.*avx512$'`,
- * 2026-12-07): the time follows the weights, not the bytes. Tried and slower
+ * This loop holds the w4s/w4a/q4_0 gemv on one thread near DRAM speed: 16
+ * weights cost a shift, a lookup and an FMA, which on the Zen 5 host issue
+ * on three different pairs of its four vector pipes (shifts with the adds,
+ * vpermps on the middle two, FMAs with the multiplies). With its weights in
+ * L2 the one-thread w4s gemv moved 36.0 GB/s at g = 32 and 32.5 at g = 128,
+ * where one thread read DRAM at 29-40 GB/s in the same run, and from DRAM
+ * (4096x14336) 25.3 and 19.2 GB/s, 80.7% and 67.7% of the read beside its
+ * calls (the run results/oxide-virtual-turin-like-processor-2c/
+ * 20261207-052248-4a57d04554, whose summary.md gives its command; the
+ * README's "Reading the numbers" too). Tried and slower
  * (tools/ab.py --rounds 3 --pin 0, warm 1x2048x4096 and 1x512x14336, cold
  * 1x4096x14336 and 1x14336x4096): each nibble made a float by a bit-select
  * under the exponent of 2^(23-4i) and one subtraction, exact and with no
