@@ -116,7 +116,11 @@ enum { RT = A32_RT };   /* rows per step */
  * w4s/w4a, 1 thread, cold, A/B in one process against a plain read of the same
  * buffers: 2048 rather than 1024 lifts g = 128 from 80-85% to 86-92% of the
  * read on 14336x4096 and 4096x14336 (g = 32 unchanged, 3072 no better); q4_0
- * showed no difference beyond the noise. */
+ * showed no difference beyond the noise. Again on 2026-12-07 (tools/ab.py
+ * --rounds 5 --pin 0, w4s and w4a, g = 32 and 128, the same shapes, one
+ * thread, cold): no prefetch 1.9-2.6x the time; 1024 ahead 0.88-0.93 in one
+ * run and 0.90-1.06 in the next; 4096 ahead 0.97-1.07; a second prefetch per
+ * line into L2 (prefetcht1) 6 or 8 KiB ahead, 1.30-1.54x in every round. */
 #ifndef TPF
 #define TPF 2048
 #endif
