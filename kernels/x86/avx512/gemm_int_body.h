@@ -339,18 +339,20 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
  * and slices of 256, 1024 or 2048 values for 8-bit codes; none was faster.
  * From cache the g = 32 tile runs about a tenth faster than on the prefill
  * shapes, whose weights come from DRAM; that gap is still open. Tried on it
- * (2026-12-07, tools/ab.py --rounds 3 --pin 0, warm, W8A8 w8s and W4A8 w4a,
- * g = 32 and 128, 64x4096x512, 64x512x4096, 64x192x14336, 64x4096x14336,
- * 512x14336x4096; none kept): K blocks that keep 256 KiB of activations in
- * L2 while every column tile passes over them, 0.97-1.05 of the time; the
- * activations copied slice by slice, so that a row tile's values of a slice
- * lie together whatever K, 1.00-1.07; the -off·Σa correction added in f32
- * after the conversion instead of as the int32 lanes' start (no register
- * copies at each group), 0.96-1.05 and once 1.22; the weights, packed
- * weights and activations on transparent huge pages, 0.97-1.04. At g = 32
- * each accumulator and group also needs a multiply (sw·sa) and an FMA on the
- * two pipes that run vpdpbusd, so 8 dots in 10 is its bound (the probe's
- * i8g32 loop). */
+ * (2026-12-07, tools/ab.py --rounds 3 --pin 0, warm, W8A8 w8s and W4A8,
+ * g = 32 and 128, each on three to five of 64x4096x512, 64x512x4096,
+ * 64x192x14336, 64x4096x4096, 64x4096x14336 and 512x14336x4096; none
+ * kept): K blocks that keep 256 KiB of activations in L2 while every column
+ * tile passes over them, 0.97-1.05 of the time (one case 0.87, from rounds of
+ * 0.64-1.07); the activations copied slice by slice, so that a row tile's
+ * values of a slice lie together whatever K, 1.00-1.07; the -off·Σa
+ * correction added in f32 after the conversion instead of as the int32
+ * lanes' start (no register copies at each group), 0.96-1.05 and once 1.22;
+ * the weights, packed weights and quantized activations on transparent huge
+ * pages, 0.97-1.04.
+ * At g = 32 each accumulator and group also needs a multiply (sw·sa) and an
+ * FMA on the two pipes that run vpdpbusd, so 8 dots in 10 is its bound (the
+ * probe's i8g32 loop). */
 QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }
