@@ -948,12 +948,12 @@ static size_t copy_regions(const qkb_case *c, int i, qkb_region *reg, size_t *ni
     const qkb_res *r = c->res;
     const qk_qmat *w = &r->w[i];
     size_t sb = w->rows * (w->cols / w->group) * (w->scale_type == QK_SCALE_F16 ? 2 : 4), n = 0;
-    if (c->kind == QKB_QUANTIZE) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)};
-    *nin = c->kind == QKB_QUANTIZE ? 1 : 0;
-    reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};
+    int quant = c->kind == QKB_QUANTIZE;
+    if (quant) reg[n++] = (qkb_region){r->xin[i], c->N * c->K * sizeof(float)}; /* its input */
+    reg[n++] = (qkb_region){w->codes, w->rows * w->row_bytes};                   /* the matrix */
     if (w->scales) reg[n++] = (qkb_region){w->scales, sb};
     if (w->mins) reg[n++] = (qkb_region){w->mins, sb};
-    if (c->kind != QKB_QUANTIZE) *nin = n;
+    *nin = quant ? 1 : n; /* a quantize writes the matrix; the others read it */
     if (c->kind == QKB_DEQUANTIZE) reg[n++] = (qkb_region){r->y[i], c->N * c->K * sizeof(float)};
     return n;
 }

@@ -22,7 +22,8 @@ typedef uint64_t (*qkb_read_fn)(const void *buf, size_t bytes);
 /// kernels write large outputs: non-temporal stores on x86 (no read for
 /// ownership, the lines go to DRAM; no fence: the caller issues one after its
 /// last call), plain stores on Arm and in plain C. What it
-/// writes is QKB_WRITE_PATTERN, plus one every 64 bytes (128 in plain C), never
+/// writes is QKB_WRITE_PATTERN in every word it stores, plus one for each pass of
+/// its loop (256 bytes on avx512, 128 on avx2, 64 on NEON and in plain C), never
 /// a line of zeros: on the current host a stream storing zero lines ran up to
 /// 1.49x the read beside the same calls (as if the host compressed them), a
 /// rate no kernel's output gets.

@@ -101,9 +101,11 @@ typedef struct qkb_region {
 /// most). 0 if it cannot run.
 double qkb_read_regions_once(qkb_pool *pool, const qkb_region *r, size_t n);
 /// The plain stream of a call's own traffic now (aggregate bytes/s, read and
-/// written): one timed pass that reads the `in` regions with the probe's loop, then
-/// writes data (never zero lines) over the `out` regions with the tier's streaming write (non-temporal
-/// on x86), thread t taking the t-th share of each. It overwrites `out`. 0 if it cannot run.
+/// written): one timed pass that reads the `in` regions with the probe's loop and
+/// writes data (never zero lines) over the `out` regions with the tier's streaming write
+/// (non-temporal on x86), in turn: steps of about 16 KiB of writes, each after its share
+/// of the reads, as a conversion interleaves them. Thread t takes the t-th share of each
+/// region (8 regions at most in all). It overwrites `out`. 0 if it cannot run.
 double qkb_stream_regions_once(qkb_pool *pool, const qkb_region *in, size_t nin, const qkb_region *out, size_t nout);
 
 /// Writes back and drops every cache line of the regions from every cache level
