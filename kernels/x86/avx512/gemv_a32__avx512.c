@@ -174,7 +174,12 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * lookup or shift, 1.14-1.37x the time warm and cold (the bit-select
  * overwrites its input, so each needs a register copy, and the eight rows
  * spill); warm only, two FMA chains per row 1.01-1.15x, and 4 rows per step
- * instead of 8 0.99-1.13x. */
+ * instead of 8 0.99-1.13x. Also warm, 2026-12-07 (--rounds 5, 1x128x4096 and
+ * 1x2048x4096, w4s, w4a and q4_0 at g = 32 and 128): each row's seven
+ * nibbles in turn (row by row, not nibble by nibble) 1.06-1.42x (medians), as
+ * each row's FMAs then wait on each other. A private loop of this step in L1
+ * found no gain in 12 rows per step or in looking nibble 7 up by a convert
+ * (v >> 28, with -8·x folded into the first product) in place of a vpermps. */
 QK_INLINE void nib_parts(size_t nr, const __m512i *v, __m512 t, const float *xb, __m512 *part) {
 #pragma GCC unroll 8
     for (unsigned i = 1; i < 8; i++) {

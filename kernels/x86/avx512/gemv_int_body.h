@@ -50,7 +50,14 @@ enum { GI_FLUSH = 32768 };
  * 37 of the 43 a plain read gets; 16 KiB evicted the activation tables from
  * L1 on 14336-long rows). Into L2 (prefetcht1) instead, W8A8 w8s from DRAM
  * on one thread took 1.08-1.52x the time (tools/ab.py --rounds 7, 1x4096x14336
- * and 1x14336x4096, g = 32 and 128, 2026-12-07); 16 KiB ahead, 0.96-1.04. */
+ * and 1x14336x4096, g = 32 and 128, 2026-12-07); 16 KiB ahead, 0.96-1.04.
+ * Every line needs its own prefetch: with one per 128 bytes (the adjacent-line
+ * prefetcher left to fetch the other) W8A8 w8s g = 32 took 1.2-2.4x the time
+ * (tools/ab.py --rounds 5, the same shapes at g = 32). Held by the fraction of
+ * the read beside its calls that qkbench gives each cold row (builds alternated
+ * run by run, five or six runs each, the same shapes at g = 32), 4 KiB ahead
+ * fell (0.59-0.91, this build 0.87-1.05 in the same runs), and 12 KiB ahead,
+ * or the scales 2 or 4 KiB ahead (GI_SPF), moved within the spread of the runs. */
 #ifndef GI_PF
 #define GI_PF 8192
 #endif
