@@ -349,7 +349,13 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
  * correction added in f32 after the conversion instead of as the int32
  * lanes' start (no register copies at each group), 0.96-1.05 and once 1.22;
  * the weights, packed weights and quantized activations on transparent huge
- * pages, 0.97-1.04.
+ * pages, 0.97-1.04. Later that day, in a private loop that calls the
+ * W8A8 g = 32 kernel alone (no activation quantization, best of 6 calls, a
+ * vpdpbusd loop beside it on a quiet core): 64x48x4096 ran at 75% of that loop,
+ * 64x48x14336 and 64x480x14336 at 71-72%, 64x4096x14336 at 67%; the K blocks,
+ * the next slice prefetched only during the second half of the row tiles,
+ * slices of 256 values and the packed weights on huge pages (madvise) each
+ * left 64x4096x14336 within the spread of five runs (61-72%).
  * At g = 32 each accumulator and group also needs a multiply (sw·sa) and an
  * FMA on the two pipes that run vpdpbusd, so 8 dots in 10 is its bound (the
  * probe's i8g32 loop). */
