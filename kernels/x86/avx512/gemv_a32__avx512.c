@@ -179,7 +179,12 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * nibbles in turn (row by row, not nibble by nibble) 1.06-1.42x (medians), as
  * each row's FMAs then wait on each other. A private loop of this step in L1
  * found no gain in 12 rows per step or in looking nibble 7 up by a convert
- * (v >> 28, with -8·x folded into the first product) in place of a vpermps. */
+ * (v >> 28, with -8·x folded into the first product) in place of a vpermps.
+ * Nor in keeping x in L1 on long rows (2026-12-07, tools/ab.py --rounds 3
+ * --pin 0, w4s and w4a at g = 32 and 128, 1x4096x14336 and 1x128x14336, warm
+ * and cold): every row step over K blocks of at most 8192 values (two of 7168
+ * on K = 14336, the 28 KiB of x a block fits L1 beside the codes), each block
+ * over all rows before the next, took 0.97-1.10x the time (medians). */
 QK_INLINE void nib_parts(size_t nr, const __m512i *v, __m512 t, const float *xb, __m512 *part) {
 #pragma GCC unroll 8
     for (unsigned i = 1; i < 8; i++) {
