@@ -5,7 +5,7 @@ bold where the cell misses. Every number is copied from, or is a ratio of two
 numbers in, the files qkbench wrote (results.json, machine.json); nothing is
 measured here.
 
-  tools/speed_targets.py [--decode DIR] [--prefill DIR] [--convert DIR ...] [--replaced TEXT ...]
+  tools/speed_targets.py [--decode DIR] [--prefill DIR] [--convert DIR ...] [--other DIR ...] [--replaced TEXT ...]
   tools/speed_targets.py --check-core DIR
 
 Decode (gemv, M = 1, cold): the best SIMD variant of W4A8, W8A8 and W4A32 per
@@ -25,6 +25,9 @@ the plain read of their buffers beside it (runs made before qkbench measured the
 stream: against that read), warm rows against the probe's L2 read and,
 where the row has it, against a read of their own cached buffers between its
 calls (50% each).
+Then every op and mode without a target of its own, from the decode and
+prefill runs and the --other runs (actquant, pack): the fastest SIMD
+variant's fraction of its roofline, not counted.
 Each run's own DRAM and core checks (what the host gave during it) head its
 table: a cell from a slow spell misses for the host, not only the kernel.
 --replaced lists, under the title, the runs that speed_targets.sh made again.
@@ -235,11 +238,67 @@ def convert(d, t):
     return out + [""]
 
 
+TARGET_MODES = ("W4A8", "W8A8", "W4A32")  # gemv and gemm modes with targets of their own (the tables above)
+
+
+def others(dirs, shown, t):
+    """Every op and mode without a target of its own in the runs (gemv and gemm of W4A4, W8A32,
+    q4_0xq8_0 and q8_0xq8_0; actquant; pack, one row per packed layout): the fastest SIMD variant of
+    each case and its fraction of the roofline, cold rows also of the read beside their calls.
+    Not counted. shown: the folders whose run is already named above (the others get a header)."""
+    best, heads = {}, []
+    for d in dirs:
+        res = load(d, "results.json")
+        if d not in shown:
+            heads += header(d, res)
+        for r in res["rows"]:
+            if r["tier"] not in SIMD or r["op"] in ("quantize", "dequantize") or not r.get("roofline"):
+                continue
+            if r["op"] in ("gemv", "gemm") and r["what"] in TARGET_MODES:
+                continue
+            parts = r["name"].split("/")
+            i = next((j for j, x in enumerate(parts) if x[:1] == "t" and x[1:].isdigit()), 0)
+            layout = r["kernel"].rsplit("__", 1)[0] if r["op"] == "pack" else ""
+            k, c = (r["op"], r["what"], r["format"], gname(r), layout), (parts[i - 1] if i else "?", r["threads"], r["cache"])
+            if (k, c) not in best or r.get("median_s", 1e30) < best[(k, c)].get("median_s", 1e30):  # the fastest tier, not the best fraction of its own
+                best[(k, c)] = r
+    if not best:
+        return []
+    out = ["### Every other op and mode: fastest SIMD variant, fraction of its roofline (no target of its own; not counted)", "",
+           "The roofline is the rate over min(the tier's peak, the bandwidth of the level the working set lives in x the "
+           "arithmetic intensity), from the probe; cold rows also give the fraction of a plain read of their buffers beside "
+           "their calls. Pack rows: one per packed layout (kernel).", ""] + heads
+    for op in ("gemv", "gemm", "actquant", "pack"):
+        keys = sorted({k for k, _ in best if k[0] == op})
+        if not keys:
+            continue
+        cols = sorted({c for k, c in best if k[0] == op}, key=lambda c: (c[2], c[1], [int(x) for x in c[0].split("x") if x.isdigit()]))
+        out += ["#### %s" % op, "", "| mode | fmt | g | " + ("layout | " if op == "pack" else "") +
+                " | ".join("%s %dt %s" % c for c in cols) + " |", "|---|---|---|" + ("---|" if op == "pack" else "") + "---|" * len(cols)]
+        for k in keys:
+            row = []
+            for c in cols:
+                r = best.get((k, c))
+                if not r:
+                    row.append("-")
+                    continue
+                rate = "%.1f GB/s" % r["gbps"] if r.get("bound") == "memory" else "%.0f GOP/s" % r["gops"]
+                cell = "%.1f%% (%s, %s; %s)" % (100 * r["roofline"], rate, r.get("level", "?"), r["tier"])
+                if r["cache"] == "cold" and r.get("of_read"):
+                    cell += ", %.1f%% of read" % (100 * r["of_read"])
+                row.append(cell)
+            out.append("| %s | %s | %s | %s%s |" % (k[1], k[2], k[3], k[4] + " | " if op == "pack" else "", " | ".join(row)))
+        out.append("")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--decode")
     ap.add_argument("--prefill")
     ap.add_argument("--convert", action="append", default=[])
+    ap.add_argument("--other", action="append", default=[], help="a run of ops without targets (actquant, pack): listed with "
+                    "the decode and prefill runs' gemv and gemm modes that have none")
     ap.add_argument("--replaced", action="append", default=[], help="a run made again, and why (listed under the title)")
     ap.add_argument("--check-core", metavar="DIR", help="exit 1 when the run in DIR met a slow core")
     a = ap.parse_args()
@@ -251,7 +310,7 @@ def main():
             return 2
         print("%d %s" % (round(100 * worst), what))
         return 0 if worst >= SLOW_CORE else 1
-    if not (a.decode or a.prefill or a.convert):
+    if not (a.decode or a.prefill or a.convert or a.other):
         ap.error("name at least one results folder")
     t, out = Tally(), ["## Speed targets (DESIGN §7)", ""]
     if a.replaced:
@@ -264,6 +323,8 @@ def main():
             out += prefill(a.prefill, t)
         for d in a.convert:
             out += convert(d, t)
+        shown = {x for x in (a.decode, a.prefill) if x}
+        out += others([x for x in (a.decode, a.prefill) if x] + a.other, shown, t)
     except (OSError, ValueError, KeyError) as e:
         print("speed_targets.py: cannot read the results: %s" % e, file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The x86 speed targets (issue 3 / DESIGN §7) on this machine, in three qkbench
+# The x86 speed targets (issue 3 / DESIGN §7) on this machine, in four qkbench
 # bench runs, each writing its own results folder (summary.md has the best
 # variant per op and mode with its % of roofline, and the tiers side by side):
 #   decode   gemv 1x4096x14336 and 1x14336x4096, weights in DRAM (cold), 1 and all cores
@@ -7,13 +7,16 @@
 #   convert  quantize / dequantize 1024x4096 from DRAM (cold) and 16x4096 from L2 (warm),
 #            on g = 32, 128 and K (per channel); not 1024x4096 warm (16 MiB sits at the
 #            L3/DRAM edge) nor 16x4096 cold (too small to stream)
+#   other    the ops without targets of their own: actquant of the prefill activations
+#            (64x4096, 64x14336) and the pack functions of the prefill weights, 1 thread
 # Cold rows give two fractions: of the cached probe's DRAM (roofline) and of a plain
 # read of their own buffers right around them (of read), which is what DRAM gave then;
 # cold conversions also of a plain stream of their own reads and writes (of stream, their
 # target: a dequantize's bytes are mostly writes); warm conversions from L2: of the probe's
 # L2 and of a read of their cached buffers.
-# Then tools/speed_targets.py reads the three folders and prints every target's cells (bold:
-# missed), also written to speed_targets.md in the prefill folder.
+# Then tools/speed_targets.py reads the four folders and prints every target's cells (bold:
+# missed), then every op and mode without a target (from the decode, prefill and other runs),
+# also written to speed_targets.md in the prefill folder.
 # A run that met a slow core (its core check before or after its cases, or the peak loop
 # beside a quarter of its warm compute-bound rows' calls, or the read of their own buffers
 # beside a quarter of its warm conversions from L2, under 90% of the probe's: its summary.md says
@@ -69,9 +72,12 @@ pre=$kept
 run_kept convert --shape 1024x4096 --shape 16x4096 --group 32,128,K --threads 1 --cache both \
     --filter '^(quantize|dequantize)/.*/(1024x4096/t1/cold|16x4096/t1/warm)/' "$@"
 conv=$kept
-[ -n "$dec" ] && [ -n "$pre" ] && [ -n "$conv" ] || { echo "speed_targets: a run saved no results (--no-save?)" >&2; exit 0; }
+run_kept other --shape 64x4096x14336 --shape 64x14336x4096 --group 32,128 --threads 1 --cache warm \
+    --filter "^(actquant|pack)/.*$simd" "$@"
+oth=$kept
+[ -n "$dec" ] && [ -n "$pre" ] && [ -n "$conv" ] && [ -n "$oth" ] || { echo "speed_targets: a run saved no results (--no-save?)" >&2; exit 0; }
 # the targets, cell by cell, from those folders: printed and kept beside the prefill run's summary
-args=(--decode "$dec" --prefill "$pre" --convert "$conv")
+args=(--decode "$dec" --prefill "$pre" --convert "$conv" --other "$oth")
 for r in "${replaced[@]}"; do args+=(--replaced "$r"); done
 python3 tools/speed_targets.py "${args[@]}" >"$pre/speed_targets.md.tmp"
 mv "$pre/speed_targets.md.tmp" "$pre/speed_targets.md"

@@ -702,7 +702,15 @@ def t_targets(q):
         row("gemv", "W8A8", "w8s", 32, 1, 4096, 4096, "avx512vnni", cache="cold", of_read=0.95, roofline=0.85),
         row("gemv", "W8A8", "w8s", 32, 1, 4096, 4096, "avx512", cache="cold", of_read=0.80, roofline=0.88),
         row("gemv", "W8A8", "w8s", 32, 1, 4096, 4096, "scalar", cache="cold", of_read=1.5, roofline=1.5),
-        row("gemv", "W4A32", "w4s", 32, 1, 4096, 4096, "avx512", cache="cold", of_read=0.81, roofline=0.79)])
+        row("gemv", "W4A32", "w4s", 32, 1, 4096, 4096, "avx512", cache="cold", of_read=0.81, roofline=0.79),
+        # a mode without a target: listed after the targets, the fastest SIMD tier (not the scalar
+        # row, nor the tier with the better fraction of its own peak), uncounted
+        row("gemv", "W4A4", "w4s", 32, 1, 4096, 4096, "avx512vnni", cache="cold", of_read=0.9, roofline=0.6, gbps=30.0,
+            bound="memory", level="DRAM", median_s=1.0, name="gemv/W4A4/w4s/g32/1x4096x4096/t1/cold/k"),
+        row("gemv", "W4A4", "w4s", 32, 1, 4096, 4096, "avx512", cache="cold", of_read=0.95, roofline=0.7, gbps=25.0,
+            bound="memory", level="DRAM", median_s=1.2, name="gemv/W4A4/w4s/g32/1x4096x4096/t1/cold/k"),
+        row("gemv", "W4A4", "w4s", 32, 1, 4096, 4096, "scalar", cache="cold", roofline=0.9, median_s=0.5,
+            name="gemv/W4A4/w4s/g32/1x4096x4096/t1/cold/k")])
     pre = folder("pre", [
         row("gemm", "W4A8", "w4s", 32, 64, 4096, 4096, "avx512vnni", gops=480.0),
         row("gemm", "W4A8", "w4s", 128, 64, 4096, 4096, "avx512vnni", gops=650.0, of_peak_now=0.5),
@@ -719,7 +727,16 @@ def t_targets(q):
         # a cold row with a stream of its own traffic is held against that, its read shown beside, uncounted
         row("dequantize", "", "w4s", 32, 1, 1024, 4096, "avx512", cache="cold", of_read=0.72, of_stream=0.88, gbps=20.0),
         row("dequantize", "", "w8s", 32, 1, 1024, 4096, "avx512", cache="cold", of_read=0.85, of_stream=0.78, gbps=21.0)])
-    p = subprocess.run([sys.executable, tool, "--decode", dec, "--prefill", pre, "--convert", conv],
+    oth = folder("oth", [  # ops without targets: actquant, and pack with one row per layout (kernel)
+        row("actquant", "a8", "a8", 32, 64, 0, 4096, "avx512", roofline=0.55, gbps=50.0, bound="memory", level="L2",
+            median_s=1.0, name="actquant/a8/g32/64x4096/t1/warm/k"),
+        row("pack", "W8A8", "w8s", 32, 0, 4096, 4096, "avx512vnni", roofline=0.8, gbps=26.0, bound="memory", level="DRAM",
+            median_s=1.0, kernel="qk_gemm_w8s_a8_4x48__avx512vnni", name="pack/W8A8/w8s/g32/4096x4096/t1/warm/k"),
+        row("pack", "W8A8", "w8s", 32, 0, 4096, 4096, "avx512", roofline=0.9, gbps=28.0, bound="memory", level="DRAM",
+            median_s=0.9, kernel="qk_gemm_w8s_a8_4x48__avx512", name="pack/W8A8/w8s/g32/4096x4096/t1/warm/k"),
+        row("pack", "W8A8", "w8s", 32, 0, 4096, 4096, "avx2", roofline=0.7, gbps=22.0, bound="memory", level="DRAM",
+            median_s=1.1, kernel="qk_gemm_w8s_a8_4x16__avx2", name="pack/W8A8/w8s/g32/4096x4096/t1/warm/k")])
+    p = subprocess.run([sys.executable, tool, "--decode", dec, "--prefill", pre, "--convert", conv, "--other", oth],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if not check(p.returncode == 0, "speed_targets.py exit %d: %s" % (p.returncode, p.stderr[-300:])):
         return
@@ -736,12 +753,18 @@ def t_targets(q):
         "quantize/w4s/128": ["55.0% (10.0 GB/s), **45.0%** of read"],
         "quantize/w4s/K": ["81.0% (25.0 GB/s)"],
         "dequantize/w4s/32": ["88.0% (20.0 GB/s), 72.0% of read"],
-        "dequantize/w8s/32": ["**78.0% (21.0 GB/s)**, 85.0% of read"]}
+        "dequantize/w8s/32": ["**78.0% (21.0 GB/s)**, 85.0% of read"],
+        "W4A4/w4s/32": ["60.0% (30.0 GB/s, DRAM; avx512vnni), 90.0% of read"],
+        "a8/a8/32": ["55.0% (50.0 GB/s, L2; avx512)"],
+        "W8A8/w8s/32": ["| qk_gemm_w8s_a8_4x48 | 90.0% (28.0 GB/s, DRAM; avx512) |"]}
     for k, cells in expect.items():
         l = lines.get(k)
         if check(l is not None, "speed_targets.py: no row %s in:\n%s" % (k, p.stdout)):
             for c in cells:
                 check(c in l, "speed_targets.py row %s lacks %r: %s" % (k, c, l))
+    check("| W8A8 | w8s | 32 | qk_gemm_w8s_a8_4x16 | 70.0% (22.0 GB/s, DRAM; avx2) |" in p.stdout
+          and "Run `oth`" in p.stdout and p.stdout.count("Run `dec`") == 1,
+          "the ops without targets: a row per packed layout, the other run named once, the decode run not again:\n%s" % p.stdout)
     check("7 of 16 cells meet their target" in p.stdout, "the count: %s" % p.stdout.splitlines()[-1])
     check("int8 dot 990 / 640 GOP/s" in p.stdout, "the prefill run's core check is not shown")
     # the g = 32 ceiling, from the probe's rescale loop: 640 of 780 GOP/s, and 75% of 780 is 91.4% of 640
@@ -804,7 +827,7 @@ def t_targets(q):
     pre_ok = folder("pre-ok", [row("gemm", "W4A8", "w4s", 32, 64, 4096, 4096, "avx512vnni", gops=480.0)], core=core(760))
     convs = [folder("conv-slow%d" % i, [row("quantize", "", "w4s", 32, 1, 16, 4096, "avx512", roofline=0.49)], core=core(v))
              for i, v in ((1, 468), (2, 663), (3, 546))]  # 60%, 85%, 70% of the 780 GOP/s probe
-    order = [dec, pre, pre_ok] + convs
+    order = [dec, pre, pre_ok] + convs + [oth]
     state = os.path.join(base, "fake")
     os.makedirs(state)
     with open(os.path.join(state, "folders"), "w") as f:
@@ -823,19 +846,20 @@ def t_targets(q):
         errtext = f.read()
     if not check(p.returncode == 0, "speed_targets.sh exit %d: %s" % (p.returncode, errtext[-500:])):
         return
-    check(errtext.count("results: ") == 6 and errtext.count("met a slow core") == 4,
-          "the stderr log should keep the 6 runs' folders and the 4 slow-core notes:\n%s" % errtext)
+    check(errtext.count("results: ") == 7 and errtext.count("met a slow core") == 4,
+          "the stderr log should keep the 7 runs' folders and the 4 slow-core notes:\n%s" % errtext)
     with open(os.path.join(state, "args")) as f:
         calls = f.read().splitlines()
-    check(len(calls) == 6 and all(c.startswith("bench --quiet ") and c.endswith(" --reps 1") for c in calls),
-          "want 6 runs (decode once, prefill twice, convert three times), each with the extra arguments: %s" % calls)
+    check(len(calls) == 7 and all(c.startswith("bench --quiet ") and c.endswith(" --reps 1") for c in calls)
+          and "actquant|pack" in calls[-1],
+          "want 7 runs (decode once, prefill twice, convert three times, other once), each with the extra arguments: %s" % calls)
     md = os.path.join(pre_ok, "speed_targets.md")
     if check(os.path.exists(md), "no speed_targets.md beside the kept prefill run (%s)" % os.listdir(pre_ok)):
         with open(md) as f:
             text = f.read()
         for want in ("- prefill: `pre`, int8 dot at 82% of the probe's", "- convert: `conv-slow1`, int8 dot at 60% of the probe's",
                      "- convert: every run met a slow core; the tables use the least slow, `conv-slow2`",
-                     "Run `pre-ok`", "Run `conv-slow2`", "Run `dec`"):
+                     "Run `pre-ok`", "Run `conv-slow2`", "Run `dec`", "Run `oth`", "qk_gemm_w8s_a8_4x48"):
             check(want in text, "speed_targets.md lacks %r:\n%s" % (want, text))
         check("Run `pre`" not in text and "Run `conv-slow1`" not in text, "a replaced run's table is in:\n%s" % text)
     check(not os.path.exists(os.path.join(pre, "speed_targets.md")), "speed_targets.md written beside the slow prefill run")
