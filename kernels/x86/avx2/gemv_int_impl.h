@@ -26,9 +26,14 @@
 /// a step are folded to one vector (group sums, or partial sums that each hold
 /// only one group's products) and converted once.
 ///
-/// Any K the format allows: groups of 32 and 64 take the step paths, longer
-/// groups (and the tail of K) the per-group path, whose last piece of a group
-/// that is not a multiple of 32 (g = K) is scalar.
+/// Any K the format allows: groups of 32 and 64 take the step paths, groups
+/// that are a multiple of 128 (at most 2^16 values) four at a time, the rest
+/// (other groups, the last groups of K) the per-group path, whose last piece
+/// of a group that is not a multiple of 32 (g = K) is scalar. One thread,
+/// cold (tools/ab.py --rounds 3 --pin 0, 1x4096x14336 and 1x14336x4096,
+/// 2026-12-07), against the per-group path and activations split per row:
+/// W4A8 avx2 and avxvnni at g = 128 0.52-0.60 of the time, at g = 32 (the
+/// split activations only) 0.49-0.95; W8A8 at g = 128 0.83-1.02.
 #ifndef QK_GEMV_INT_IMPL_H
 #define QK_GEMV_INT_IMPL_H
 
@@ -172,12 +177,42 @@ QK_INLINE float w4a_offset_term(const void *mins, size_t i0, qk_scale_type st, c
 typedef struct gemv_rows {
     const uint8_t *w[QK_GEMV_R]; /* row starts */
     float y[QK_GEMV_R];          /* running sums */
+    const int8_t *eo;            /* 4-bit codes: the activations as act_eo_table made them, or NULL */
 } gemv_rows;
 
-QK_INLINE void rows_init(gemv_rows *t, const qk_matmul_args *a, size_t n0, const int R) {
+QK_INLINE void rows_init(gemv_rows *t, const qk_matmul_args *a, size_t n0, const int R, const int8_t *eo) {
     for (int r = 0; r < R; r++) {
         t->w[r] = a->w->codes + (n0 + r) * a->w->row_bytes;
         t->y[r] = 0.0f;
+    }
+    t->eo = eo;
+}
+
+/* The activations of each whole block of 64 (k = 64b) as deinterleave64
+ * splits them, even elements then odd (64 bytes a block), made once per call
+ * for the 4-bit rows: each row otherwise split them again, 8 of a step's
+ * instructions per 64 values on top of the dot's 8 (one row at a time, so
+ * nothing shares them). NULL when out of memory. */
+static int8_t *act_eo_table(const qk_matmul_args *a) {
+    size_t nb = a->K / 64;
+    int8_t *eo = malloc(nb ? nb * 64 : 1);
+    if (!eo) return NULL;
+    for (size_t b = 0; b < nb; b++) {
+        __m256i ev, od;
+        deinterleave64(a->xq->codes + 64 * b, &ev, &od);
+        _mm256_storeu_si256((__m256i *)(eo + 64 * b), ev);
+        _mm256_storeu_si256((__m256i *)(eo + 64 * b + 32), od);
+    }
+    return eo;
+}
+
+/* deinterleave64 of the activations at k, from the table when there is one and k starts a block. */
+QK_INLINE void act64(const gemv_rows *t, const int8_t *qa, size_t k, __m256i *ev, __m256i *od) {
+    if (t->eo && !(k & 63)) {
+        *ev = loadu256(t->eo + k);
+        *od = loadu256(t->eo + k + 32);
+    } else {
+        deinterleave64(qa + k, ev, od);
     }
 }
 
@@ -210,7 +245,7 @@ QK_INLINE size_t chunk_dots(const int8_t *qa, size_t c0, size_t c1, const int R,
     }
     for (; k + 256 <= c1; k += 256) {
         __m256i ev[4], od[4];
-        for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
+        for (int b = 0; b < 4; b++) act64(t, qa, k + 64 * b, &ev[b], &od[b]);
         for (int r = 0; r < R; r++) {
             const uint8_t *p = t->w[r] + k / 2;
             QK_PREFETCH(p);
@@ -218,9 +253,18 @@ QK_INLINE size_t chunk_dots(const int8_t *qa, size_t c0, size_t c1, const int R,
             for (int b = 0; b < 4; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
         }
     }
+    for (; k + 128 <= c1; k += 128) { /* g = 128 (or the rest of a longer group): two steps of 64, one line */
+        __m256i ev[2], od[2];
+        for (int b = 0; b < 2; b++) act64(t, qa, k + 64 * b, &ev[b], &od[b]);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *p = t->w[r] + k / 2;
+            QK_PREFETCH(p);
+            for (int b = 0; b < 2; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
+        }
+    }
     for (; k + 64 <= c1; k += 64) {
         __m256i ev, od;
-        deinterleave64(qa + k, &ev, &od);
+        act64(t, qa, k, &ev, &od);
         for (int r = 0; r < R; r++) d[r] = dot_w4(d[r], loadu256(t->w[r] + k / 2), ev, od);
     }
     if (k + 32 <= c1) {
@@ -281,7 +325,7 @@ QK_INLINE size_t w4_small_steps(const qk_matmul_args *a, size_t n0, const int R,
     for (; k + 256 <= K; k += 256) {
         const size_t j = k / g;
         __m256i ev[4], od[4];
-        for (int b = 0; b < 4; b++) deinterleave64(qa + k + 64 * b, &ev[b], &od[b]);
+        for (int b = 0; b < 4; b++) act64(t, qa, k + 64 * b, &ev[b], &od[b]);
         /* the groups' -8·Σa (w4s) and sa: eight of each at g = 32, four at g = 64 */
         const __m256i su8 = g == 32 ? loadu256(su + j) : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(su + j)));
         const __m256i corr = w4s ? _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), su8), 3) : _mm256_setzero_si256();
@@ -309,12 +353,52 @@ QK_INLINE size_t w4_small_steps(const qk_matmul_args *a, size_t n0, const int R,
     return k;
 }
 
-QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st) {
+/* g a multiple of 128 (at most QK_GEMV_CHUNK): four groups at a time, each
+ * an int32 vector of exact partial dots, folded to the four exact group sums
+ * by fold4 and converted once, instead of a horizontal sum and scalar
+ * arithmetic per group (which held g = 128 to half the speed of g = 32).
+ * Returns where it stopped. */
+QK_INLINE size_t w4_big_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, gemv_rows *t) {
+    const int8_t *qa = a->xq->codes;
+    const float *sa = a->xq->scales;
+    const int32_t *su = a->xq->sums;
+    const size_t g = a->group, ng = a->K / g;
+    __m128 acc[QK_GEMV_R];
+    for (int r = 0; r < R; r++) acc[r] = _mm_setzero_ps();
+    size_t j = 0;
+    for (; j + 4 <= ng; j += 4) {
+        const __m128i su4 = _mm_loadu_si128((const __m128i *)(su + j));
+        const __m128i corr = w4s ? _mm_slli_epi32(_mm_sub_epi32(_mm_setzero_si128(), su4), 3) : _mm_setzero_si128();
+        const __m128 sa4 = _mm_loadu_ps(sa + j);
+        for (int r = 0; r < R; r++) {
+            __m256i d[4];
+            for (int q = 0; q < 4; q++) {
+                d[q] = _mm256_setzero_si256();
+                for (size_t k = (j + q) * g, e = k + g; k < e; k += 128) {
+                    __m256i ev[2], od[2];
+                    for (int b = 0; b < 2; b++) act64(t, qa, k + 64 * b, &ev[b], &od[b]);
+                    const uint8_t *p = t->w[r] + k / 2;
+                    QK_PREFETCH(p);
+                    for (int b = 0; b < 2; b++) d[q] = dot_w4(d[q], loadu256(p + 32 * b), ev[b], od[b]);
+                }
+            }
+            const __m256i f = fold4(d); /* lanes [group 0..3 of the low halves | of the high halves] */
+            const __m128i gs = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1)), corr);
+            const __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
+            acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), sw, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(_mm256_zextps128_ps256(acc[r]));
+    return j * g;
+}
+
+QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, const int8_t *eo) {
     gemv_rows t;
-    rows_init(&t, a, n0, R);
+    rows_init(&t, a, n0, R, eo);
     size_t k = 0;
     if (a->group == 32) k = w4_small_steps(a, n0, R, w4s, st, 32, &t);
     else if (a->group == 64) k = w4_small_steps(a, n0, R, w4s, st, 64, &t);
+    else if (a->group % 128 == 0 && a->group <= QK_GEMV_CHUNK) k = w4_big_steps(a, n0, R, w4s, st, &t);
     int_groups(a, n0, R, 0, w4s, st, k / a->group, &t);
     const size_t ng = a->K / a->group;
     for (int r = 0; r < R; r++) {
@@ -324,15 +408,17 @@ QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const
     }
 }
 
-QK_INLINE void w4_rows(const qk_matmul_args *a, size_t n0, const int R, const int w4s) {
-    if (a->w->scale_type == QK_SCALE_F16) w4_rows_st(a, n0, R, w4s, QK_SCALE_F16);
-    else w4_rows_st(a, n0, R, w4s, QK_SCALE_F32);
+QK_INLINE void w4_rows(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const int8_t *eo) {
+    if (a->w->scale_type == QK_SCALE_F16) w4_rows_st(a, n0, R, w4s, QK_SCALE_F16, eo);
+    else w4_rows_st(a, n0, R, w4s, QK_SCALE_F32, eo);
 }
 
 QK_INLINE void gemv_w4(const qk_matmul_args *a, const int w4s) {
+    int8_t *eo = act_eo_table(a);
     size_t n = 0;
-    for (; n + QK_GEMV_R <= a->N; n += QK_GEMV_R) w4_rows(a, n, QK_GEMV_R, w4s);
-    for (; n < a->N; n++) w4_rows(a, n, 1, w4s);
+    for (; n + QK_GEMV_R <= a->N; n += QK_GEMV_R) w4_rows(a, n, QK_GEMV_R, w4s, eo);
+    for (; n < a->N; n++) w4_rows(a, n, 1, w4s, eo);
+    free(eo);
 }
 
 /* ---- w8s, plain layout ---- */
@@ -383,11 +469,47 @@ QK_INLINE size_t w8_steps(const qk_matmul_args *a, size_t n0, const int R, const
     return k;
 }
 
+/* g a multiple of 128 (at most QK_GEMV_CHUNK): four groups at a time, as
+ * w4_big_steps does for 4-bit codes. Returns where it stopped. */
+QK_INLINE size_t w8_big_steps(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st, gemv_rows *t) {
+    const int8_t *qa = a->xq->codes;
+    const float *sa = a->xq->scales;
+    const size_t g = a->group, ng = a->K / g;
+    __m128 acc[QK_GEMV_R];
+    for (int r = 0; r < R; r++) acc[r] = _mm_setzero_ps();
+    size_t j = 0;
+    for (; j + 4 <= ng; j += 4) {
+        const __m128 sa4 = _mm_loadu_ps(sa + j);
+        for (int r = 0; r < R; r++) {
+            __m256i d[4];
+            for (int q = 0; q < 4; q++) {
+                d[q] = _mm256_setzero_si256();
+                for (size_t k = (j + q) * g, e = k + g; k < e; k += 128) {
+                    const uint8_t *p = t->w[r] + k;
+                    QK_PREFETCH(p);
+                    QK_PREFETCH(p + 64);
+                    for (int b = 0; b < 4; b++) {
+                        const __m256i av = loadu256(qa + k + 32 * b);
+                        d[q] = dot_s8(d[q], loadu256(p + 32 * b), av, _mm256_abs_epi8(av));
+                    }
+                }
+            }
+            const __m256i f = fold4(d);
+            const __m128i gs = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
+            const __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
+            acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), sw, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(_mm256_zextps128_ps256(acc[r]));
+    return j * g;
+}
+
 QK_INLINE void w8_rows_st(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st) {
     gemv_rows t;
-    rows_init(&t, a, n0, R);
+    rows_init(&t, a, n0, R, NULL);
     size_t k = 0;
     if (a->group == 32 || a->group == 64) k = w8_steps(a, n0, R, st, a->group == 64, &t);
+    else if (a->group % 128 == 0 && a->group <= QK_GEMV_CHUNK) k = w8_big_steps(a, n0, R, st, &t);
     int_groups(a, n0, R, 1, 0, st, k / a->group, &t);
     for (int r = 0; r < R; r++) a->y[n0 + r] = t.y[r];
 }
@@ -414,7 +536,7 @@ QK_INLINE void q4_0_rows(const qk_matmul_args *a, size_t n0, const int R) {
     const int32_t *su = a->xq->sums;
     const size_t nb = a->K / 32, B = QK_Q4_0_BYTES;
     gemv_rows t;
-    rows_init(&t, a, n0, R);
+    rows_init(&t, a, n0, R, NULL);
     __m256 acc[QK_GEMV_R];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t b = 0;
@@ -459,7 +581,7 @@ QK_INLINE void q8_0_rows(const qk_matmul_args *a, size_t n0, const int R) {
     const float *sa = a->xq->scales;
     const size_t nb = a->K / 32, B = QK_Q8_0_BYTES;
     gemv_rows t;
-    rows_init(&t, a, n0, R);
+    rows_init(&t, a, n0, R, NULL);
     __m256 acc[QK_GEMV_R];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     size_t b = 0;
