@@ -414,9 +414,21 @@ void qkb_rows_table(FILE *f, const qkb_row *rows, size_t n, int md) {
                 md ? "\n" : "");
 }
 
+/* Why a tier is not faster than the one below it, when the rows say so
+ * themselves: both at the memory's speed (memory-bound rows at 70% of their
+ * roofline or more: no instruction set moves DRAM faster), or a difference
+ * within the spread of the repetitions. Empty otherwise (a real inversion). */
+static const char *tie_reason(const qkb_row *a, const qkb_row *b, double x) {
+    if (!strcmp(a->bound, "memory") && !strcmp(b->bound, "memory") && a->roofline >= 0.7 && b->roofline >= 0.7)
+        return " (both at memory speed)";
+    if (x >= 1 - (a->spread > b->spread ? a->spread : b->spread)) return " (within the spread)";
+    return "";
+}
+
 /* Tiers side by side: per configuration, the best rate of each tier and its
  * ratio to the nearest lower tier that has a variant; a tier that is not at
- * least 3% faster than that one is named in the last column. */
+ * least 3% faster than that one is named in the last column, with the reason
+ * when the rows give one (tie_reason). */
 static void tiers_table(FILE *f, const qkb_row *rows, size_t n) {
     int present[QK_TIER_COUNT] = {0};
     for (size_t i = 0; i < n; i++)
@@ -424,7 +436,8 @@ static void tiers_table(FILE *f, const qkb_row *rows, size_t n) {
             if (!strcmp(rows[i].tier, qk_tier_name((qk_tier)t))) present[t] = 1;
     fprintf(f, "## Tiers side by side\n\nEach tier's best variant per configuration (rate, and × over the nearest lower tier that has one; "
                "— where the family list has no variant of that tier). The last column names a tier that is not at least 3%% faster "
-               "than the tier below it.\n\n| op | mode | format | g | shape | threads | cache |");
+               "than the tier below it, and why when the rows show it: both at memory speed (memory-bound rows at 70%% of their "
+               "roofline or more), or within the spread of their repetitions.\n\n| op | mode | format | g | shape | threads | cache |");
     for (int t = 0; t < QK_TIER_COUNT; t++)
         if (present[t]) fprintf(f, " %s |", qk_tier_name((qk_tier)t));
     fprintf(f, " not faster than the tier below |\n|---|---|---|---|---|---|---|");
@@ -444,7 +457,7 @@ static void tiers_table(FILE *f, const qkb_row *rows, size_t n) {
                     best[t] = &rows[j];
         }
         const qkb_row *r = &rows[i];
-        char shape[48], slow[256] = "";
+        char shape[48], slow[512] = "";
         fmt_shape(shape, sizeof shape, r);
         fprintf(f, "| %s | %s | %s | %zu | %s | %d | %s |", r->op, strcmp(r->what, r->format) ? r->what : "", r->format, r->group, shape,
                 r->threads, r->cache);
@@ -463,7 +476,8 @@ static void tiers_table(FILE *f, const qkb_row *rows, size_t n) {
                 double x = below->median_s / b->median_s;
                 fprintf(f, " %s (%.2f×) |", rate, x);
                 if (x < 1.03 && sl < sizeof slow)
-                    sl += (size_t)snprintf(slow + sl, sizeof slow - sl, "%s%s %.2f× %s", sl ? "; " : "", b->tier, x, below->tier);
+                    sl += (size_t)snprintf(slow + sl, sizeof slow - sl, "%s%s %.2f× %s%s", sl ? "; " : "", b->tier, x, below->tier,
+                                           tie_reason(below, b, x));
             } else {
                 fprintf(f, " %s |", rate);
             }

@@ -152,19 +152,31 @@ def check_tiers_table(summary, rows):
     configs = {}
     for r in rows:
         b = configs.setdefault(key(r), {})
-        if r["tier"] not in b or r["median_s"] < b[r["tier"]]:
-            b[r["tier"]] = r["median_s"]
+        if r["tier"] not in b or r["median_s"] < b[r["tier"]]["median_s"]:
+            b[r["tier"]] = r
     check(len(lines) == len(configs), "tiers table has %d lines for %d configurations" % (len(lines), len(configs)))
-    slow = 0
+    # slow tiers, and those the rows explain (both at memory speed, or within the spread), counted with
+    # the thresholds moved by eps each way (results.json rounds what the C code compared): [lo, hi]
+    slow, mem, spread, eps = 0, [0, 0], [0, 0], 1e-4
     for b in configs.values():
         below = None
         for t in tiers:
             if t in b:
-                if below is not None and below / b[t] < 1.03:
+                if below is not None and below["median_s"] / b[t]["median_s"] < 1.03:
                     slow += 1
+                    x = below["median_s"] / b[t]["median_s"]
+                    for i, e in enumerate((eps, -eps)):
+                        if all(r["bound"] == "memory" and r["roofline"] >= 0.7 + e for r in (below, b[t])):
+                            mem[i] += 1
+                        elif x >= 1 - max(below["spread"], b[t]["spread"]) + e:
+                            spread[i] += 1
                 below = b[t]
-    named = sum(l.rsplit("|", 2)[1].count("×") for l in lines)
+    last = [l.rsplit("|", 2)[1] for l in lines]
+    named = sum(c.count("×") for c in last)
     check(named == slow, "tiers table names %d slow tiers, the rows have %d" % (named, slow))
+    nm, ns = sum(c.count("(both at memory speed)") for c in last), sum(c.count("(within the spread)") for c in last)
+    check(mem[0] <= nm <= mem[1] and nm + ns <= mem[1] + spread[1] and nm + ns >= mem[0] + spread[0],
+          "tiers table: %d tiers at memory speed and %d within the spread, the rows say %s and %s" % (nm, ns, mem, spread))
 
 
 def check_dram_plateau(p):
