@@ -309,6 +309,62 @@ QK_INLINE void int_groups(const qk_matmul_args *a, size_t n0, const int R, const
     }
 }
 
+/* The int32 partial dots of one row's group of g values (a multiple of 128)
+ * from k0: 8-bit codes (w8) or 4-bit, 128 values a step. */
+QK_INLINE __m256i group_dot(const uint8_t *row, const int8_t *qa, size_t k0, size_t g, const int w8, const gemv_rows *t) {
+    __m256i d = _mm256_setzero_si256();
+    for (size_t k = k0; k < k0 + g; k += 128) {
+        const uint8_t *p = row + (w8 ? k : k / 2);
+        QK_PREFETCH(p);
+        if (w8) {
+            QK_PREFETCH(p + 64);
+            for (int b = 0; b < 4; b++) {
+                const __m256i av = loadu256(qa + k + 32 * b);
+                d = dot_s8(d, loadu256(p + 32 * b), av, _mm256_abs_epi8(av));
+            }
+        } else {
+            for (int b = 0; b < 2; b++) {
+                __m256i ev, od;
+                act64(t, qa, k + 64 * b, &ev, &od);
+                d = dot_w4(d, loadu256(p + 32 * b), ev, od);
+            }
+        }
+    }
+    return d;
+}
+
+/* g a multiple of 128 (at most QK_GEMV_CHUNK): four groups at a time, each
+ * an int32 vector of exact partial dots (group_dot), folded to the four
+ * exact group sums by fold4 and converted once, instead of a horizontal sum
+ * and scalar arithmetic per group (int_groups, which held 4-bit g = 128 to
+ * half the speed of g = 32). w8: 8-bit codes, else 4-bit (w4s: q + 8).
+ * Returns where it stopped. */
+QK_INLINE size_t big_steps(const qk_matmul_args *a, size_t n0, const int R, const int w8, const int w4s, const qk_scale_type st,
+                           gemv_rows *t) {
+    const int8_t *qa = a->xq->codes;
+    const float *sa = a->xq->scales;
+    const int32_t *su = a->xq->sums;
+    const size_t g = a->group, ng = a->K / g;
+    __m128 acc[QK_GEMV_R];
+    for (int r = 0; r < R; r++) acc[r] = _mm_setzero_ps();
+    size_t j = 0;
+    for (; j + 4 <= ng; j += 4) {
+        const __m128i su4 = _mm_loadu_si128((const __m128i *)(su + j));
+        const __m128i corr = w4s ? _mm_slli_epi32(_mm_sub_epi32(_mm_setzero_si128(), su4), 3) : _mm_setzero_si128();
+        const __m128 sa4 = _mm_loadu_ps(sa + j);
+        for (int r = 0; r < R; r++) {
+            __m256i d[4];
+            for (int q = 0; q < 4; q++) d[q] = group_dot(t->w[r], qa, (j + q) * g, g, w8, t);
+            const __m256i f = fold4(d); /* lanes [groups 0..3 of the low halves | of the high halves] */
+            const __m128i gs = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1)), corr);
+            const __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
+            acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), sw, acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(_mm256_zextps128_ps256(acc[r]));
+    return j * g;
+}
+
 /* ---- w4s / w4a, plain layout ---- */
 
 /* g = 32 or 64, steps of 256 values: eight or four groups, one conversion.
@@ -353,52 +409,13 @@ QK_INLINE size_t w4_small_steps(const qk_matmul_args *a, size_t n0, const int R,
     return k;
 }
 
-/* g a multiple of 128 (at most QK_GEMV_CHUNK): four groups at a time, each
- * an int32 vector of exact partial dots, folded to the four exact group sums
- * by fold4 and converted once, instead of a horizontal sum and scalar
- * arithmetic per group (which held g = 128 to half the speed of g = 32).
- * Returns where it stopped. */
-QK_INLINE size_t w4_big_steps(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, gemv_rows *t) {
-    const int8_t *qa = a->xq->codes;
-    const float *sa = a->xq->scales;
-    const int32_t *su = a->xq->sums;
-    const size_t g = a->group, ng = a->K / g;
-    __m128 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) acc[r] = _mm_setzero_ps();
-    size_t j = 0;
-    for (; j + 4 <= ng; j += 4) {
-        const __m128i su4 = _mm_loadu_si128((const __m128i *)(su + j));
-        const __m128i corr = w4s ? _mm_slli_epi32(_mm_sub_epi32(_mm_setzero_si128(), su4), 3) : _mm_setzero_si128();
-        const __m128 sa4 = _mm_loadu_ps(sa + j);
-        for (int r = 0; r < R; r++) {
-            __m256i d[4];
-            for (int q = 0; q < 4; q++) {
-                d[q] = _mm256_setzero_si256();
-                for (size_t k = (j + q) * g, e = k + g; k < e; k += 128) {
-                    __m256i ev[2], od[2];
-                    for (int b = 0; b < 2; b++) act64(t, qa, k + 64 * b, &ev[b], &od[b]);
-                    const uint8_t *p = t->w[r] + k / 2;
-                    QK_PREFETCH(p);
-                    for (int b = 0; b < 2; b++) d[q] = dot_w4(d[q], loadu256(p + 32 * b), ev[b], od[b]);
-                }
-            }
-            const __m256i f = fold4(d); /* lanes [group 0..3 of the low halves | of the high halves] */
-            const __m128i gs = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1)), corr);
-            const __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
-            acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), sw, acc[r]);
-        }
-    }
-    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(_mm256_zextps128_ps256(acc[r]));
-    return j * g;
-}
-
 QK_INLINE void w4_rows_st(const qk_matmul_args *a, size_t n0, const int R, const int w4s, const qk_scale_type st, const int8_t *eo) {
     gemv_rows t;
     rows_init(&t, a, n0, R, eo);
     size_t k = 0;
     if (a->group == 32) k = w4_small_steps(a, n0, R, w4s, st, 32, &t);
     else if (a->group == 64) k = w4_small_steps(a, n0, R, w4s, st, 64, &t);
-    else if (a->group % 128 == 0 && a->group <= QK_GEMV_CHUNK) k = w4_big_steps(a, n0, R, w4s, st, &t);
+    else if (a->group % 128 == 0 && a->group <= QK_GEMV_CHUNK) k = big_steps(a, n0, R, 0, w4s, st, &t);
     int_groups(a, n0, R, 0, w4s, st, k / a->group, &t);
     const size_t ng = a->K / a->group;
     for (int r = 0; r < R; r++) {
@@ -469,47 +486,12 @@ QK_INLINE size_t w8_steps(const qk_matmul_args *a, size_t n0, const int R, const
     return k;
 }
 
-/* g a multiple of 128 (at most QK_GEMV_CHUNK): four groups at a time, as
- * w4_big_steps does for 4-bit codes. Returns where it stopped. */
-QK_INLINE size_t w8_big_steps(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st, gemv_rows *t) {
-    const int8_t *qa = a->xq->codes;
-    const float *sa = a->xq->scales;
-    const size_t g = a->group, ng = a->K / g;
-    __m128 acc[QK_GEMV_R];
-    for (int r = 0; r < R; r++) acc[r] = _mm_setzero_ps();
-    size_t j = 0;
-    for (; j + 4 <= ng; j += 4) {
-        const __m128 sa4 = _mm_loadu_ps(sa + j);
-        for (int r = 0; r < R; r++) {
-            __m256i d[4];
-            for (int q = 0; q < 4; q++) {
-                d[q] = _mm256_setzero_si256();
-                for (size_t k = (j + q) * g, e = k + g; k < e; k += 128) {
-                    const uint8_t *p = t->w[r] + k;
-                    QK_PREFETCH(p);
-                    QK_PREFETCH(p + 64);
-                    for (int b = 0; b < 4; b++) {
-                        const __m256i av = loadu256(qa + k + 32 * b);
-                        d[q] = dot_s8(d[q], loadu256(p + 32 * b), av, _mm256_abs_epi8(av));
-                    }
-                }
-            }
-            const __m256i f = fold4(d);
-            const __m128i gs = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
-            const __m128 sw = _mm_mul_ps(load4_scales(a->w->scales, (n0 + r) * ng + j, st), sa4);
-            acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), sw, acc[r]);
-        }
-    }
-    for (int r = 0; r < R; r++) t->y[r] += qk_avx2_hsum_ps(_mm256_zextps128_ps256(acc[r]));
-    return j * g;
-}
-
 QK_INLINE void w8_rows_st(const qk_matmul_args *a, size_t n0, const int R, const qk_scale_type st) {
     gemv_rows t;
     rows_init(&t, a, n0, R, NULL);
     size_t k = 0;
     if (a->group == 32 || a->group == 64) k = w8_steps(a, n0, R, st, a->group == 64, &t);
-    else if (a->group % 128 == 0 && a->group <= QK_GEMV_CHUNK) k = w8_big_steps(a, n0, R, st, &t);
+    else if (a->group % 128 == 0 && a->group <= QK_GEMV_CHUNK) k = big_steps(a, n0, R, 1, 0, st, &t);
     int_groups(a, n0, R, 1, 0, st, k / a->group, &t);
     for (int r = 0; r < R; r++) a->y[n0 + r] = t.y[r];
 }
