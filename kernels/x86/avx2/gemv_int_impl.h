@@ -216,6 +216,18 @@ QK_INLINE void act64(const gemv_rows *t, const int8_t *qa, size_t k, __m256i *ev
     }
 }
 
+/* acc + the dot of 128 int8 codes at p with the activations at a, the stream
+ * prefetched ahead of p (|a| is made per call: the rows go one at a time). */
+QK_INLINE __m256i dot128_s8(__m256i acc, const uint8_t *p, const int8_t *a) {
+    QK_PREFETCH(p);
+    QK_PREFETCH(p + 64);
+    for (int b = 0; b < 4; b++) {
+        const __m256i av = loadu256(a + 32 * b);
+        acc = dot_s8(acc, loadu256(p + 32 * b), av, _mm256_abs_epi8(av));
+    }
+    return acc;
+}
+
 /* The vector part of the dots of codes [c0, c1) (one chunk of a group) of
  * the R rows with the activations, into d[r]: 4-bit codes (w8 0) in steps of
  * 256, 64 and 32 values, 8-bit codes in steps of 128 and 32. Returns where it
@@ -224,19 +236,8 @@ QK_INLINE void act64(const gemv_rows *t, const int8_t *qa, size_t k, __m256i *ev
 QK_INLINE size_t chunk_dots(const int8_t *qa, size_t c0, size_t c1, const int R, const int w8, const gemv_rows *t, __m256i *d) {
     size_t k = c0;
     if (w8) {
-        for (; k + 128 <= c1; k += 128) {
-            __m256i av[4], ab[4];
-            for (int b = 0; b < 4; b++) {
-                av[b] = loadu256(qa + k + 32 * b);
-                ab[b] = _mm256_abs_epi8(av[b]);
-            }
-            for (int r = 0; r < R; r++) {
-                const uint8_t *p = t->w[r] + k;
-                QK_PREFETCH(p);
-                QK_PREFETCH(p + 64);
-                for (int b = 0; b < 4; b++) d[r] = dot_s8(d[r], loadu256(p + 32 * b), av[b], ab[b]);
-            }
-        }
+        for (; k + 128 <= c1; k += 128)
+            for (int r = 0; r < R; r++) d[r] = dot128_s8(d[r], t->w[r] + k, qa + k);
         for (; k + 32 <= c1; k += 32) {
             const __m256i av = loadu256(qa + k), ab = _mm256_abs_epi8(av);
             for (int r = 0; r < R; r++) d[r] = dot_s8(d[r], loadu256(t->w[r] + k), av, ab);
@@ -251,15 +252,6 @@ QK_INLINE size_t chunk_dots(const int8_t *qa, size_t c0, size_t c1, const int R,
             QK_PREFETCH(p);
             QK_PREFETCH(p + 64);
             for (int b = 0; b < 4; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
-        }
-    }
-    for (; k + 128 <= c1; k += 128) { /* g = 128 (or the rest of a longer group): two steps of 64, one line */
-        __m256i ev[2], od[2];
-        for (int b = 0; b < 2; b++) act64(t, qa, k + 64 * b, &ev[b], &od[b]);
-        for (int r = 0; r < R; r++) {
-            const uint8_t *p = t->w[r] + k / 2;
-            QK_PREFETCH(p);
-            for (int b = 0; b < 2; b++) d[r] = dot_w4(d[r], loadu256(p + 32 * b), ev[b], od[b]);
         }
     }
     for (; k + 64 <= c1; k += 64) {
@@ -314,15 +306,11 @@ QK_INLINE void int_groups(const qk_matmul_args *a, size_t n0, const int R, const
 QK_INLINE __m256i group_dot(const uint8_t *row, const int8_t *qa, size_t k0, size_t g, const int w8, const gemv_rows *t) {
     __m256i d = _mm256_setzero_si256();
     for (size_t k = k0; k < k0 + g; k += 128) {
-        const uint8_t *p = row + (w8 ? k : k / 2);
-        QK_PREFETCH(p);
         if (w8) {
-            QK_PREFETCH(p + 64);
-            for (int b = 0; b < 4; b++) {
-                const __m256i av = loadu256(qa + k + 32 * b);
-                d = dot_s8(d, loadu256(p + 32 * b), av, _mm256_abs_epi8(av));
-            }
+            d = dot128_s8(d, row + k, qa + k);
         } else {
+            const uint8_t *p = row + k / 2;
+            QK_PREFETCH(p);
             for (int b = 0; b < 2; b++) {
                 __m256i ev, od;
                 act64(t, qa, k + 64 * b, &ev, &od);
