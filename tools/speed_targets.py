@@ -125,6 +125,11 @@ def core_check(d):
     return worst, what
 
 
+def cells(values, fmt):
+    """A table row's cells: fmt(v) for each value, "-" where there is none (in order: fmt may count)."""
+    return [fmt(v) if v else "-" for v in values]
+
+
 def gname(r):
     return "K" if r["group"] == r["K"] and r["op"] in ("quantize", "dequantize") else str(r["group"])
 
@@ -148,17 +153,13 @@ def decode(d, t):
             "|---|---|---|" + "---|" * len(cols) + "---|"]
     for k in sorted({k for k, _ in best}):
         want = 0.8 if k[0] == "W4A32" else 0.9
-        cells = []
-        for c in cols:
-            r = best.get((k, c))
-            if not r:
-                cells.append("-")
-                continue
+
+        def cell(r):
             a, b = r["of_read"], r["roofline"]
-            cells.append("%s of read (%.1f GB/s), %s of DRAM" % (
-                t.cell("%.1f%%" % (100 * a["of_read"]), a["of_read"] >= want), a["gbps"],
-                t.cell("%.1f%%" % (100 * b["roofline"]), b["roofline"] >= want)))
-        out.append("| %s | %s | %s | %s | %d%% |" % (k[0], k[1], k[2], " | ".join(cells), round(100 * want)))
+            return "%s of read (%.1f GB/s), %s of DRAM" % (t.cell("%.1f%%" % (100 * a["of_read"]), a["of_read"] >= want), a["gbps"],
+                                                          t.cell("%.1f%%" % (100 * b["roofline"]), b["roofline"] >= want))
+        row = cells((best.get((k, c)) for c in cols), cell)
+        out.append("| %s | %s | %s | %s | %d%% |" % (k[0], k[1], k[2], " | ".join(row), round(100 * want)))
     return out + [""]
 
 
@@ -166,7 +167,7 @@ def prefill(d, t):
     res, m = load(d, "results.json"), load(d, "machine.json")
     peaks = {p["tier"]: p for p in m["probe"]["peaks"]}
     tier_of = {"W8A8": "avx512vnni", "W4A8": "avx512vnni", "W4A32": "avx512"}
-    cells, shapes = {}, set()
+    found, shapes = {}, set()
     for r in res["rows"]:
         if r["op"] != "gemm" or r["what"] not in tier_of or r["tier"] != tier_of[r["what"]] or r["tier"] not in peaks:
             continue
@@ -174,27 +175,22 @@ def prefill(d, t):
         shapes.add(s)
         p = peaks[r["tier"]]
         peak = p["f32_gflops_1t"] if r["what"] == "W4A32" else p["i8_gops_1t"]
-        cells[(r["what"], r["format"], r["group"], s)] = (r["gops"], r["gops"] / peak, r.get("of_peak_now", 0))
+        found[(r["what"], r["format"], r["group"], s)] = (r["gops"], r["gops"] / peak, r.get("of_peak_now", 0))
     shapes = sorted(shapes, key=lambda s: tuple(int(x) for x in s.split("x"))[::-1])
     out = ["### Prefill: gemm, one thread, of the tier's peak in the probe (GOP/s) and of its peak loop beside the calls", ""] + header(d, res)
     out += ["| mode (tier) | fmt | g | " + " | ".join(shapes) + " | target |", "|---|---|---|" + "---|" * len(shapes) + "---|"]
     want = {"W8A8": (0.75, 0), "W4A8": (0.60, 500), "W4A32": (0.60, 0)}
-    for k in sorted({c[:3] for c in cells}):
+    for k in sorted({c[:3] for c in found}):
         frac, gops = want[k[0]]
-        row = []
-        for s in shapes:
-            c = cells.get(k + (s,))
-            if not c:
-                row.append("-")
-                continue
-            cell = t.cell("%.1f%% (%.0f)" % (100 * c[1], c[0]), c[1] >= frac and c[0] >= gops)
-            if c[2]:
-                cell += t.also(c[2], frac, "of peak now")
-            row.append(cell)
+
+        def cell(c):
+            text = t.cell("%.1f%% (%.0f)" % (100 * c[1], c[0]), c[1] >= frac and c[0] >= gops)
+            return text + t.also(c[2], frac, "of peak now") if c[2] else text
+        row = cells((found.get(k + (s,)) for s in shapes), cell)
         out.append("| %s (%s) | %s | %s | %s | %d%%%s |" % (k[0], tier_of[k[0]], k[1], k[2], " | ".join(row), round(100 * frac),
                                                            ", %d GOP/s" % gops if gops else ""))
     p = peaks.get(tier_of["W8A8"], {})
-    if p.get("i8_g32_gops_1t") and p.get("i8_gops_1t") and any(c[2] == 32 and c[0] in ("W8A8", "W4A8") for c in cells):
+    if p.get("i8_g32_gops_1t") and p.get("i8_gops_1t") and any(c[2] == 32 and c[0] in ("W8A8", "W4A8") for c in found):
         g32, dot, frac = p["i8_g32_gops_1t"], p["i8_gops_1t"], want["W8A8"][0]
         out += ["", "At g = 32 the probe's int8 loop with the per-group rescale (%s, then a convert, a multiply and an FMA per "
                 "accumulator and group) ran %.0f GOP/s, %.1f%% of its plain dot: the most an int8 kernel with g = 32 gets on this "
@@ -221,19 +217,15 @@ def convert(d, t):
     out += ["| op | fmt | g | " + " | ".join("%s %s %dt" % (c[1], c[0], c[2]) for c in cols) + " |",
             "|---|---|---|" + "---|" * len(cols)]
     for k in sorted({k[:3] for k in best}, key=lambda k: (k[0], k[1], k[2] == "K", int(k[2]) if k[2] != "K" else 0)):
-        row = []
-        for c in cols:
-            b = best.get(k + c)
-            if not b:
-                row.append("-")
-                continue
-            want = 0.8 if c[0] == "cold" else 0.5
-            cell = t.cell("%.1f%% (%.1f GB/s)" % (100 * b[0], b[1]["gbps"]), b[0] >= want)
-            if c[0] == "warm" and b[1].get("of_read"):  # and of a read of its own cached buffers beside its calls
-                cell += t.also(b[1]["of_read"], want, "of read")
-            elif b[1].get("of_stream") and b[1].get("of_read"):  # for reference, not a target: the read of its buffers
-                cell += ", %.1f%% of read" % (100 * b[1]["of_read"])
-            row.append(cell)
+        def cell(b):
+            want = 0.8 if b[1]["cache"] == "cold" else 0.5
+            text = t.cell("%.1f%% (%.1f GB/s)" % (100 * b[0], b[1]["gbps"]), b[0] >= want)
+            if b[1]["cache"] == "warm" and b[1].get("of_read"):  # and of a read of its own cached buffers beside its calls
+                return text + t.also(b[1]["of_read"], want, "of read")
+            if b[1].get("of_stream") and b[1].get("of_read"):  # for reference, not a target: the read of its buffers
+                return text + ", %.1f%% of read" % (100 * b[1]["of_read"])
+            return text
+        row = cells((best.get(k + c) for c in cols), cell)
         out.append("| %s | %s | %s | %s |" % (k[0], k[1], k[2], " | ".join(row)))
     return out + [""]
 
@@ -241,15 +233,15 @@ def convert(d, t):
 TARGET_MODES = ("W4A8", "W8A8", "W4A32")  # gemv and gemm modes with targets of their own (the tables above)
 
 
-def others(dirs, shown, t):
+def others(dirs, extra):
     """Every op and mode without a target of its own in the runs (gemv and gemm of W4A4, W8A32,
     q4_0xq8_0 and q8_0xq8_0; actquant; pack, one row per packed layout): the fastest SIMD variant of
     each case and its fraction of the roofline, cold rows also of the read beside their calls.
-    Not counted. shown: the folders whose run is already named above (the others get a header)."""
+    Not counted. dirs: runs already named above; extra: runs that get their header here."""
     best, heads = {}, []
-    for d in dirs:
+    for d in dirs + extra:
         res = load(d, "results.json")
-        if d not in shown:
+        if d in extra:
             heads += header(d, res)
         for r in res["rows"]:
             if r["tier"] not in SIMD or r["op"] in ("quantize", "dequantize") or not r.get("roofline"):
@@ -275,18 +267,12 @@ def others(dirs, shown, t):
         cols = sorted({c for k, c in best if k[0] == op}, key=lambda c: (c[2], c[1], [int(x) for x in c[0].split("x") if x.isdigit()]))
         out += ["#### %s" % op, "", "| mode | fmt | g | " + ("layout | " if op == "pack" else "") +
                 " | ".join("%s %dt %s" % c for c in cols) + " |", "|---|---|---|" + ("---|" if op == "pack" else "") + "---|" * len(cols)]
+        def cell(r):
+            rate = "%.1f GB/s" % r["gbps"] if r.get("bound") == "memory" else "%.0f GOP/s" % r["gops"]
+            text = "%.1f%% (%s, %s; %s)" % (100 * r["roofline"], rate, r.get("level", "?"), r["tier"])
+            return text + ", %.1f%% of read" % (100 * r["of_read"]) if r["cache"] == "cold" and r.get("of_read") else text
         for k in keys:
-            row = []
-            for c in cols:
-                r = best.get((k, c))
-                if not r:
-                    row.append("-")
-                    continue
-                rate = "%.1f GB/s" % r["gbps"] if r.get("bound") == "memory" else "%.0f GOP/s" % r["gops"]
-                cell = "%.1f%% (%s, %s; %s)" % (100 * r["roofline"], rate, r.get("level", "?"), r["tier"])
-                if r["cache"] == "cold" and r.get("of_read"):
-                    cell += ", %.1f%% of read" % (100 * r["of_read"])
-                row.append(cell)
+            row = cells((best.get((k, c)) for c in cols), cell)
             out.append("| %s | %s | %s | %s%s |" % (k[1], k[2], k[3], k[4] + " | " if op == "pack" else "", " | ".join(row)))
         out.append("")
     return out
@@ -323,8 +309,7 @@ def main():
             out += prefill(a.prefill, t)
         for d in a.convert:
             out += convert(d, t)
-        shown = {x for x in (a.decode, a.prefill) if x}
-        out += others([x for x in (a.decode, a.prefill) if x] + a.other, shown, t)
+        out += others([x for x in (a.decode, a.prefill) if x], a.other)
     except (OSError, ValueError, KeyError) as e:
         print("speed_targets.py: cannot read the results: %s" % e, file=sys.stderr)
         return 2
