@@ -265,6 +265,12 @@ int main(void) {
         shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256, 0};
         cases++;
         good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
+        /* K past the 16384 values whose activation tables the avx512 gemv keeps in
+         * thread-local storage, g = 32: its tables on the heap (the generic path when
+         * QK_TEST_NOMEM refuses them) */
+        shape past = {1, nr + 1, quick ? 4096 : 16384 + 3 * 128, 32, 0};
+        cases++;
+        good += run_case(k, &past, D_GAUSS, blocks ? QK_SCALE_F16 : QK_SCALE_F32, &rng);
         /* gemm over many rows and several slices of K, g = 32, 128 and K (q4_0/q8_0: 32),
          * over more X than the x86 gemms take in one block of rows (qk_row_block).
          * Integer activations, 2.3 MiB (blocks of 2 MiB on avx512): 71 rows = blocks of 36

@@ -296,9 +296,17 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
 }
 
 /* ---- fast path: per-call tables, one row after the other ----
- * Per segment of at most GI_SEG values (all of K for K <= GI_SEG), formed
- * once and shared by every row: the activations as the dot products meet
- * them. For w4s/w4a they are split into their even and odd elements: a
+ * Formed once per call over the whole of K and shared by every row: the
+ * activations as the dot products meet them, in thread-local storage for K
+ * up to GI_TLS values and on the heap beyond (out of memory: the generic
+ * path), so the rows stay one sequential stream however long they are.
+ * (Tables of at most 16384 values, the rows taken again for each further
+ * segment of K, read the weights as one strided stream per segment: at K =
+ * 28672 W8A8 and W4A8 took 1.5-1.9x the time of one pass with whole-K
+ * tables; tools/ab.py --rounds 3 --pin 0, 1x2048x28672 cold, g = 32 and
+ * 128, 2026-12-07; q4_0·q8_0 0.82-0.91 cold, but 1.2-1.4x warm, where its
+ * 42 KiB of tables crowd the weights out of L1. Segments of 8192 values had
+ * taken 2.1-2.5x the time at K = 14336.) For w4s/w4a they are split into their even and odd elements: a
  * 64-byte load of plain 4-bit codes then holds 128 values whose low nibbles
  * are the even elements and high nibbles the odd ones, and dword lane l gets
  * elements 8l..8l+7 from two dot products with no widening shuffle (lanes
@@ -315,17 +323,15 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
  * with the planes). Against giving q the sign of a (two subtractions and two
  * masked negations more per 128 values) multiplying c ran w4s 1.25x (g = 32)
  * to 1.55x (g = 128) faster from L3. */
-enum { GI_SEG = 16384 };
+enum { GI_TLS = 16384 };
 
+/* The tables: 8-bit formats, |a| (aa) and the sign bits (neg) of each
+ * 64-value block; 4-bit formats, per 128-value block, the two activation
+ * planes (ae, ao) and, for w4s/q4_0, each lane's start, -8·(the activations
+ * it meets) (corr). */
 typedef struct gi_ws {
-    union {
-        __m512i aa[GI_SEG / 64]; /* 8-bit formats: |a| of each 64-value block */
-        struct { /* 4-bit formats, per 128-value block: the two activation planes, and
-                  * for w4s/q4_0 each lane's start, -8·(the activations it meets) */
-            __m512i ae[GI_SEG / 128], ao[GI_SEG / 128], corr[GI_SEG / 128];
-        };
-    };
-    __mmask64 neg[GI_SEG / 64]; /* 8-bit formats: the sign bits of each 64-value block */
+    __m512i *aa, *ae, *ao, *corr;
+    __mmask64 *neg;
 } gi_ws;
 
 QK_INLINE int gi_signed(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
@@ -339,12 +345,26 @@ QK_INLINE int gi_w8(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
 QK_INLINE int gi_nib(gi_fmt f) { return gi_w4(f) || f == GI_Q4_0; }
 QK_INLINE size_t gi_blk(gi_fmt f) { return gi_nib(f) ? 128 : 64; }
 
-/* Tables of segment [k0, k0 + len) (len a multiple of the block). */
-static void gi_prep(gi_fmt f, const qk_qact *xq, size_t k0, size_t len, gi_ws *ws) {
-    const size_t B = gi_blk(f), nb = len / B;
+/* Bytes of the tables of K values (K a multiple of the block), and the
+ * tables laid out in such a buffer (64-byte aligned). */
+QK_INLINE size_t gi_ws_bytes(gi_fmt f, size_t K) {
+    size_t n = gi_nib(f) ? K / 128 * 3 * 64 : K / 64 * (64 + sizeof(__mmask64));
+    return (n + 63) / 64 * 64; /* aligned_alloc takes whole multiples of the alignment */
+}
+QK_INLINE gi_ws gi_ws_in(gi_fmt f, void *buf, size_t K) {
+    __m512i *v = buf;
+    gi_ws t = {0};
+    if (gi_nib(f)) t.ae = v, t.ao = v + K / 128, t.corr = v + 2 * (K / 128);
+    else t.aa = v, t.neg = (__mmask64 *)(v + K / 64);
+    return t;
+}
+
+/* The tables of x's K values (K a multiple of the block). */
+static void gi_prep(gi_fmt f, const qk_qact *xq, size_t K, gi_ws *ws) {
+    const size_t B = gi_blk(f), nb = K / B;
     const __m512i even = _mm512_set1_epi16(0xff), perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
     for (size_t b = 0; b < nb; b++) {
-        const int8_t *x = xq->codes + k0 + b * B;
+        const int8_t *x = xq->codes + b * B;
         if (gi_w8(f)) {
             __m512i v = _mm512_loadu_si512(x);
             ws->aa[b] = _mm512_abs_epi8(v);
@@ -380,7 +400,7 @@ QK_INLINE __m512i gi_nib_dot(__m512i acc, __m512i v, const gi_ws *ws, size_t b) 
     return qk4_dot(qk4_dot(acc, lo, ws->ae[b]), hi, ws->ao[b]);
 }
 
-/* Σ q·a of block b of the segment (plus `acc`), row codes at `p` (the block's
+/* Σ q·a of block b of the row (plus `acc`), row codes at `p` (the block's
  * first byte). */
 QK_INLINE __m512i gi_blk_dot(gi_fmt f, __m512i acc, const uint8_t *p, const gi_ws *ws, size_t b) {
     if (gi_w4(f)) return gi_nib_dot(acc, _mm512_loadu_si512(p), ws, b);
@@ -424,22 +444,21 @@ QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b, __m512i acc) { r
  * cold further ahead (q4_0 twice GI_PF, q8_0 1.5 times), the others not. */
 QK_INLINE size_t gi_pf(gi_fmt f) { return f == GI_Q4_0 ? 2 * GI_PF : f == GI_Q8_0 ? GI_PF * 3 / 2 : GI_PF; }
 
-/* Row n over the segment [k0, k0 + len), g dividing the block (gpb groups
- * per block): the scales of 16 groups (sw·sa) are formed once and spread to
+/* Row n, g dividing the block (gpb groups per block): the scales of 16 groups (sw·sa) are formed once and spread to
  * the lanes of each block by one vpermps (lane l of a block is group
  * l·gpb/16 of it). */
-QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len, size_t g) {
+QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t g) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     const size_t ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), gpb = B / g;
-    const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    const uint8_t *row = w->codes + n * w->row_bytes, *p = row;
     const size_t pf = gi_pf(f);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i idx0 = _mm512_srli_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32((int)gpb)), 4);
     const __m512i step = _mm512_set1_epi32((int)gpb);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    size_t nb = len / B, b = 0;
-    for (size_t j0 = k0 / g; b < nb; j0 += 16) {
+    size_t nb = a->K / B, b = 0;
+    for (size_t j0 = 0; b < nb; j0 += 16) {
         size_t nj = ng - j0 < 16 ? ng - j0 : 16, be = b + nj / gpb;
         gi_prefetch_scales(f, w, n * ng + j0);
         __m512 sa16 = qk512_load16_ps(xq->scales + j0, nj), s16 = _mm512_mul_ps(gi_wscales16(f, w, row, n, ng, j0, nj), sa16);
@@ -467,27 +486,25 @@ QK_INLINE float gi_seg_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-/* Row n over the segment [k0, k0 + len), g two blocks (W4A8 g = 256, W8A8
- * g = 128): gi_seg_group without its loop over a group's blocks (the two are
- * dotted in one step) and with the offset terms 16 groups at a time. In
- * gi_seg_group these g had been the slowest of the row (W4A8 g = 256 on
- * 1x2048x4096 warm: 1.2x the time of g = 128 and of g = K); this takes 22%
- * less time there, W8A8 g = 128 8-21% less, and the same from DRAM. (Each
- * group's scale taken by a vpermps from 16 formed at once, as gi_seg_pair
+/* Row n, g two blocks (W4A8 g = 256, W8A8 g = 128): gi_tab_group without
+ * its loop over a group's blocks (the two are dotted in one step) and with
+ * the offset terms 16 groups at a time. In gi_tab_group these g had been
+ * the slowest of the row (W4A8 g = 256 on 1x2048x4096 warm: 1.2x the time of
+ * g = 128 and of g = K); this takes 22% less time there, W8A8 g = 128 8-21% less, and the same from DRAM. (Each
+ * group's scale taken by a vpermps from 16 formed at once, as gi_tab_pair
  * does, was 6-16% faster still warm, but from DRAM W8A8 g = 128 on
  * 1x4096x14336 then took 1.4-1.9x the time in some runs; a scheme with a
  * loop over each group's blocks was no faster at four blocks and 5-12%
- * slower at g = K, so longer groups keep gi_seg_group.) */
-QK_INLINE float gi_seg_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len) {
+ * slower at g = K, so longer groups keep gi_tab_group.) */
+QK_INLINE float gi_tab_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
-    const size_t g = a->group, ng = a->K / g, ngs = len / g, bb = gi_blk_bytes(f), pf = gi_pf(f);
-    const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    const size_t g = a->group, ng = a->K / g, bb = gi_blk_bytes(f), pf = gi_pf(f);
+    const uint8_t *row = w->codes + n * w->row_bytes, *p = row;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    for (size_t jj = 0, b = 0; jj < ngs; jj++, b += 2, p += 2 * bb) {
-        size_t j = k0 / g + jj;
-        if (jj % 16 == 0) {
-            size_t nj = ngs - jj < 16 ? ngs - jj : 16;
+    for (size_t j = 0, b = 0; j < ng; j++, b += 2, p += 2 * bb) {
+        if (j % 16 == 0) {
+            size_t nj = ng - j < 16 ? ng - j : 16;
             gi_prefetch_scales(f, w, n * ng + j);
             __m512 sa16 = qk512_load16_ps(xq->scales + j, nj);
             if (f == GI_W4A) acc1 = gi_min_fma(w, n * ng + j, nj, sa16, xq->sums + j, acc1);
@@ -502,20 +519,20 @@ QK_INLINE float gi_seg_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, s
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-/* Row n over the segment [k0, k0 + len), g a multiple of the block. */
-QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t k0, size_t len) {
+/* Row n, g a multiple of the block. */
+QK_INLINE float gi_tab_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), bpg = g / B;
-    const uint8_t *row = w->codes + n * w->row_bytes, *p = row + gi_off_bytes(f, k0);
+    const uint8_t *row = w->codes + n * w->row_bytes, *p = row;
     const size_t pf = gi_pf(f);
     __m512 acc = _mm512_setzero_ps();
-    for (size_t jj = 0; jj < len / g; jj++) {
-        size_t j = k0 / g + jj, b = jj * bpg, be = b + bpg;
-        if (jj % 16 == 0) {
+    for (size_t j = 0; j < ng; j++) {
+        size_t b = j * bpg, be = b + bpg;
+        if (j % 16 == 0) {
             gi_prefetch_scales(f, w, n * ng + j);
             if (f == GI_W4A) {
-                size_t nj = len / g - jj < 16 ? len / g - jj : 16;
+                size_t nj = ng - j < 16 ? ng - j : 16;
                 acc = gi_min_fma(w, n * ng + j, nj, qk512_load16_ps(xq->scales + j, nj), xq->sums + j, acc);
             }
         }
@@ -539,52 +556,44 @@ QK_INLINE float gi_seg_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
     return _mm512_reduce_add_ps(acc);
 }
 
-/* 1 if the fast path takes this call: whole blocks, g = 32 or a multiple of
- * the block no larger than a segment. */
+/* 1 if the fast path takes this call: whole blocks, g dividing the block or
+ * a multiple of it no longer than GI_TLS. (Longer groups, as g = K on long
+ * rows, run faster on the generic path: at g = K = 28672 the tables of the
+ * whole row, 32-42 KiB, took W8A8 and W4A8 w4s 1.2-1.5x its time; w4a the
+ * same; tools/ab.py --rounds 5 --pin 0, 1x2048x28672, warm and cold.) */
 QK_INLINE int gi_fast(gi_fmt f, const qk_matmul_args *a) {
     size_t B = gi_blk(f), g = a->group;
-    return a->K % B == 0 && (B % g == 0 || (g % B == 0 && g <= GI_SEG));
+    return a->K % B == 0 && (B % g == 0 || (g % B == 0 && g <= GI_TLS));
 }
 
-/* The tables live in thread-local storage, one per translation unit, not on
- * the stack: 32 KiB would be a large share of a small thread stack in a
- * library user's program. */
-static _Thread_local gi_ws gi_tls_ws __attribute__((aligned(64)));
+/* The tables of K <= GI_TLS live in thread-local storage, one per
+ * translation unit, not on the stack (up to 24 KiB would be a large share of
+ * a small thread stack in a library user's program) nor on the heap (a
+ * malloc per call). */
+static _Thread_local __m512i gi_tls_buf[GI_TLS / 128 * 3 > GI_TLS / 64 * 9 / 8 ? GI_TLS / 128 * 3 : GI_TLS / 64 * 9 / 8];
 
 QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
     if (gi_fast(f, a)) {
-        gi_ws *ws = &gi_tls_ws;
+        void *heap = NULL, *buf = gi_tls_buf;
         /* Opaque from here on: in position-independent code the compiler
          * would otherwise recompute the address (a __tls_get_addr call, with
          * every live zmm spilled around it) inside the row loops. */
-        __asm__("" : "+r"(ws));
-        const int pair = gi_blk(f) % a->group == 0;
-        size_t seg = pair ? GI_SEG : GI_SEG / a->group * a->group;
-        for (size_t k0 = 0; k0 < a->K; k0 += seg) {
-            size_t len = a->K - k0 < seg ? a->K - k0 : seg;
-            gi_prep(f, a->xq, k0, len, ws);
-            if (pair && a->group == 32) /* a constant g: no divisions in the loops */
-                for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_pair(f, a, ws, n, k0, len, 32);
-                    a->y[n] = k0 ? a->y[n] + v : v;
-                }
-            else if (pair)
-                for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_pair(f, a, ws, n, k0, len, a->group);
-                    a->y[n] = k0 ? a->y[n] + v : v;
-                }
+        __asm__("" : "+r"(buf));
+        if (a->K > GI_TLS) buf = heap = aligned_alloc(64, gi_ws_bytes(f, a->K));
+        if (buf) {
+            gi_ws t = gi_ws_in(f, buf, a->K), *ws = &t;
+            gi_prep(f, a->xq, a->K, ws);
+            if (gi_blk(f) % a->group == 0 && a->group == 32) /* a constant g: no divisions in the loops */
+                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_pair(f, a, ws, n, 32);
+            else if (gi_blk(f) % a->group == 0)
+                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_pair(f, a, ws, n, a->group);
             else if (a->group == 2 * gi_blk(f))
-                for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_two(f, a, ws, n, k0, len);
-                    a->y[n] = k0 ? a->y[n] + v : v;
-                }
+                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_two(f, a, ws, n);
             else
-                for (size_t n = 0; n < a->N; n++) {
-                    float v = gi_seg_group(f, a, ws, n, k0, len);
-                    a->y[n] = k0 ? a->y[n] + v : v;
-                }
+                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_group(f, a, ws, n);
+            free(heap);
+            return;
         }
-        return;
     }
     if (a->group == 32)
         for (size_t n = 0; n < a->N; n++) a->y[n] = gi_row_pair(f, a, n);
