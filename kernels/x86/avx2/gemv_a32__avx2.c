@@ -95,7 +95,7 @@ QK_INLINE void rows_plain(const qk_matmul_args *a, size_t n0, const int R, const
     for (int r = 0; r < R; r++) a->y[n0 + r] = qk_avx2_hsum_ps(acc[r]) + tail[r];
 }
 
-/* ---- w4s, w4a with K % 64 == 0, K <= QK_A32_TK and g % 32 == 0: x transposed ----
+/* ---- w4s, w4a with K % 64 == 0 and g % 32 == 0: x transposed ----
  * A 32-byte load holds 64 codes, dword lane l holding those of elements
  * 8l..8l+7 in its nibbles; x is transposed to match once per call
  * (xt[64b + 8i + l] = x[64b + 8l + i]), so nibble i of every lane is one
@@ -185,15 +185,20 @@ QK_INLINE float w4t_row(const qk_matmul_args *a, const float *xt, const float *x
     return qk_avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
-/* x transposed and its group sums, in thread-local storage rather than on
- * the stack (66 KiB would be a large share of a small thread stack in a
- * library user's program). */
+/* x transposed and its group sums, for K <= QK_A32_TK in thread-local
+ * storage rather than on the stack (66 KiB would be a large share of a small
+ * thread stack in a library user's program), beyond on the heap. (The
+ * broadcast path, which longer rows had taken, ran 1x2048x28672 cold at half
+ * the speed of 1x4096x14336 here: w4s 5.0 against 9.4 GB/s.) */
 static _Thread_local float qk_a32_xt[QK_A32_TK] __attribute__((aligned(32)));
 static _Thread_local float qk_a32_xg[QK_A32_TK / 32];
 
-QK_INLINE void gemv_w4t(const qk_matmul_args *a, const int f) {
-    float *const xt = qk_a32_xt, *const xg = qk_a32_xg;
+/* 0 when out of memory (the caller takes the broadcast path). */
+QK_INLINE int gemv_w4t(const qk_matmul_args *a, const int f) {
     const size_t K = a->K, g = a->group;
+    float *heap = K > QK_A32_TK ? malloc((K + K / 32) * sizeof(float)) : NULL;
+    if (K > QK_A32_TK && !heap) return 0;
+    float *const xt = heap ? heap : qk_a32_xt, *const xg = heap ? heap + K : qk_a32_xg;
     for (size_t b = 0; b < K / 64; b++)
         for (size_t i = 0; i < 8; i++)
             for (size_t l = 0; l < 8; l++) xt[64 * b + 8 * i + l] = a->x[64 * b + 8 * l + i];
@@ -207,13 +212,12 @@ QK_INLINE void gemv_w4t(const qk_matmul_args *a, const int f) {
         for (size_t n = 0; n < a->N; n++) a->y[n] = w4t_row(a, xt, xg, n, f, QK_SCALE_F16);
     else
         for (size_t n = 0; n < a->N; n++) a->y[n] = w4t_row(a, xt, xg, n, f, QK_SCALE_F32);
+    free(heap);
+    return 1;
 }
 
 QK_INLINE void gemv_plain(const qk_matmul_args *a, const int f) {
-    if (f != F_W8S && a->K % 64 == 0 && a->K <= QK_A32_TK && (a->group == 32 || a->group % 64 == 0)) {
-        gemv_w4t(a, f);
-        return;
-    }
+    if (f != F_W8S && a->K % 64 == 0 && (a->group == 32 || a->group % 64 == 0) && gemv_w4t(a, f)) return;
     const qk_scale_type st = a->w->scale_type;
     size_t n = 0;
     for (; n + QK_A32_R <= a->N; n += QK_A32_R) {
