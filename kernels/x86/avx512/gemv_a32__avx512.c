@@ -184,7 +184,22 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * --pin 0, w4s and w4a at g = 32 and 128, 1x4096x14336 and 1x128x14336, warm
  * and cold): every row step over K blocks of at most 8192 values (two of 7168
  * on K = 14336, the 28 KiB of x a block fits L1 beside the codes), each block
- * over all rows before the next, took 0.97-1.10x the time (medians). */
+ * over all rows before the next, took 0.97-1.10x the time (medians). Nor
+ * (2026-12-07) in a float per nibble with no shift and no lookup: masked in
+ * place, nibble i <= 5 of a dword read as a float is the subnormal
+ * c·2^(4i-149), exactly, so an and and an FMA against x scaled by
+ * 2^(149-4i-kc) give c·x·2^-kc rounded as c·x is (w4s subtracting
+ * 8·2^(4i-149) first). A harness over the kernels (512x14336, from L3) timed
+ * w4a at 1.17x and w4s at 2.9x the time: the FP pipes take extra time on
+ * subnormal operands, most on w4s's subtraction, whose results are
+ * subnormal; with MXCSR's DAZ set (subnormals read as zero: wrong sums,
+ * timing only) w4a ran 0.88x and w4s 1.27x, so even free of that cost it
+ * gains a tenth at most. And not in the step's memory order: the 8 rows of a
+ * step are one contiguous block, and a prefetch per line of the next step's
+ * block in address order (one sequential stream), into L2 beside this loop's
+ * own prefetch, or into L2 or L1 in its place, took 1.11-1.61x (L2) and
+ * 0.76-1.29x (L1) the time cold (tools/ab.py --rounds 3 --pin 0,
+ * 1x4096x14336 and 1x14336x4096, w4s and w4a, g = 32 and 128). */
 QK_INLINE void nib_parts(size_t nr, const __m512i *v, __m512 t, const float *xb, __m512 *part) {
 #pragma GCC unroll 8
     for (unsigned i = 1; i < 8; i++) {

@@ -57,7 +57,10 @@ enum { GI_FLUSH = 32768 };
  * the read beside its calls that qkbench gives each cold row (builds alternated
  * run by run, five or six runs each, the same shapes at g = 32), 4 KiB ahead
  * fell (0.59-0.91, this build 0.87-1.05 in the same runs), and 12 KiB ahead,
- * or the scales 2 or 4 KiB ahead (GI_SPF), moved within the spread of the runs. */
+ * or the scales 2 or 4 KiB ahead (GI_SPF), moved within the spread of the runs.
+ * Non-temporal prefetches (prefetchnta) in place of these: 0.96-1.05 of the
+ * time (tools/ab.py --rounds 5 --pin 0, W8A8 and W4A8 w4s/w4a, 1x4096x14336
+ * and 1x14336x4096, g = 32 and 128, cold, 2026-12-07). */
 #ifndef GI_PF
 #define GI_PF 8192
 #endif
@@ -299,18 +302,12 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
  * Formed once per call over the whole of K and shared by every row: the
  * activations as the dot products meet them, in thread-local storage for K
  * up to GI_TLS values and on the heap beyond (out of memory: the generic
- * path), so the rows stay one sequential stream however long they are.
- * (Tables of at most 16384 values, the rows taken again for each further
- * segment of K, read the weights as one strided stream per segment: at K =
- * 28672 W8A8 and W4A8 took 1.5-1.9x the time of one pass with whole-K
- * tables; tools/ab.py --rounds 3 --pin 0, 1x2048x28672 cold, g = 32 and
- * 128, 2026-12-07; q4_0·q8_0 0.82-0.91 cold, but 1.2-1.4x warm, where its
- * 42 KiB of tables crowd the weights out of L1. Segments of 8192 values had
- * taken 2.1-2.5x the time at K = 14336.) For w4s/w4a they are split into their even and odd elements: a
- * 64-byte load of plain 4-bit codes then holds 128 values whose low nibbles
- * are the even elements and high nibbles the odd ones, and dword lane l gets
- * elements 8l..8l+7 from two dot products with no widening shuffle (lanes
- * 4j..4j+3 are group j at g = 32).
+ * path), so the rows stay one sequential stream however long they are. For
+ * w4s/w4a they are split into their even and odd elements: a 64-byte load of
+ * plain 4-bit codes then holds 128 values whose low nibbles are the even
+ * elements and high nibbles the odd ones, and dword lane l gets elements
+ * 8l..8l+7 from two dot products with no widening shuffle (lanes 4j..4j+3
+ * are group j at g = 32).
  *
  * The int8 formats do not multiply codes: q takes the activation's sign and
  * meets |a| (both at most 127 in magnitude), an exact u8·s8 product with no
@@ -322,7 +319,20 @@ static float gi_w4a_min_term(const qk_matmul_args *a, size_t n) {
  * 8 activations it meets (the table corr, 16 int32 per 128 values, formed
  * with the planes). Against giving q the sign of a (two subtractions and two
  * masked negations more per 128 values) multiplying c ran w4s 1.25x (g = 32)
- * to 1.55x (g = 128) faster from L3. */
+ * to 1.55x (g = 128) faster from L3.
+ *
+ * Tables of at most 16384 values, the rows taken again for each further
+ * segment of K, had read the weights as one strided stream per segment: at
+ * K = 28672 W8A8 and W4A8 took 1.5-1.9x the time of one pass with whole-K
+ * tables (tools/ab.py --rounds 3 --pin 0, 1x2048x28672 cold, g = 32 and 128,
+ * 2026-12-07); q4_0·q8_0 0.82-0.91 cold, but 1.2-1.4x warm, where its 42 KiB
+ * of tables crowd the weights out of L1. (Segments of 8192 values had taken
+ * 2.1-2.5x the time at K = 14336.) The 4-bit tables, 1.5 bytes a value,
+ * outgrow L1 beside the weight stream on such rows: in one cold run (qkbench
+ * bench, one thread, 1x4096x14336, 1x2048x28672 and 1x1024x57344, g = 32 and
+ * 128) W4A8 and W4A4 moved 17-24 GB/s at K = 28672 and 57344 against 19-35
+ * at 14336, W8A8 the same at every K; the packed 4x48 gemm kernels, run as a
+ * gemv, held 23-35 GB/s (75-103% of the read) at every K. */
 enum { GI_TLS = 16384 };
 
 /* The tables: 8-bit formats, |a| (aa) and the sign bits (neg) of each
