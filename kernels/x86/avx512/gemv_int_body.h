@@ -338,7 +338,14 @@ enum { GI_TLS = 16384 };
 /* The tables: 8-bit formats, |a| (aa) and the sign bits (neg) of each
  * 64-value block; 4-bit formats, per 128-value block, the two activation
  * planes (ae, ao) and, for w4s/q4_0, each lane's start, -8·(the activations
- * it meets) (corr). */
+ * it meets) (corr), but for K past GI_TLS, where corr is NULL and each row
+ * makes the starts block by block (two dot products against 8): with corr,
+ * 1.5 bytes a value, the tables of long rows crowd the weight stream out of
+ * L1. Without it, w4s took 0.81-0.93 of the time at K = 28672 and 57344,
+ * q4_0·q8_0 0.93-0.98 (tools/ab.py --rounds 5 --pin 0, W4A8, W4A4 and
+ * q4_0·q8_0, 1x2048x28672 and 1x1024x57344, g = 32 and 128, cold), and from
+ * cache 0.83-0.94 (1x64x28672, warm); at K <= GI_TLS, where the tables fit,
+ * the starts made in the loop cost 3-10% (1x256x4096 and 1x64x14336, warm). */
 typedef struct gi_ws {
     __m512i *aa, *ae, *ao, *corr;
     __mmask64 *neg;
@@ -357,14 +364,14 @@ QK_INLINE size_t gi_blk(gi_fmt f) { return gi_nib(f) ? 128 : 64; }
 
 /* Bytes of the tables of K values (K a multiple of the block), and the
  * tables laid out in such a buffer (64-byte aligned). */
-QK_INLINE size_t gi_ws_bytes(gi_fmt f, size_t K) {
-    size_t n = gi_nib(f) ? K / 128 * 3 * 64 : K / 64 * (64 + sizeof(__mmask64));
+QK_INLINE size_t gi_ws_bytes(gi_fmt f, size_t K, int corr) {
+    size_t n = gi_nib(f) ? K / 128 * (corr ? 3 : 2) * 64 : K / 64 * (64 + sizeof(__mmask64));
     return (n + 63) / 64 * 64; /* aligned_alloc takes whole multiples of the alignment */
 }
-QK_INLINE gi_ws gi_ws_in(gi_fmt f, void *buf, size_t K) {
+QK_INLINE gi_ws gi_ws_in(gi_fmt f, void *buf, size_t K, int corr) {
     __m512i *v = buf;
     gi_ws t = {0};
-    if (gi_nib(f)) t.ae = v, t.ao = v + K / 128, t.corr = v + 2 * (K / 128);
+    if (gi_nib(f)) t.ae = v, t.ao = v + K / 128, t.corr = corr && gi_goff(f) ? v + 2 * (K / 128) : NULL;
     else t.aa = v, t.neg = (__mmask64 *)(v + K / 64);
     return t;
 }
@@ -390,7 +397,7 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t K, gi_ws *ws) {
             o = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(_mm512_srli_epi16(x0, 8), _mm512_srli_epi16(x1, 8)));
         }
         ws->ae[b] = e, ws->ao[b] = o;
-        if (gi_goff(f)) {
+        if (ws->corr) {
             const __m512i z = _mm512_setzero_si512();
             ws->corr[b] = _mm512_sub_epi32(z, qk_offset_dot(qk_offset_dot(z, gi_goff(f), e), gi_goff(f), o));
         }
@@ -448,7 +455,11 @@ QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, co
 }
 
 /* acc plus the start of block b's lanes: -8·(the activations each meets) for w4s and q4_0, nothing else. */
-QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b, __m512i acc) { return gi_goff(f) ? _mm512_add_epi32(acc, ws->corr[b]) : acc; }
+QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b, __m512i acc, const int lc) {
+    if (!gi_goff(f)) return acc;
+    if (!lc) return _mm512_add_epi32(acc, ws->corr[b]);
+    return _mm512_sub_epi32(acc, qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), gi_goff(f), ws->ae[b]), gi_goff(f), ws->ao[b]));
+}
 
 /* Bytes prefetched ahead in the table path: the block formats ran faster
  * cold further ahead (q4_0 twice GI_PF, q8_0 1.5 times), the others not. */
@@ -457,7 +468,7 @@ QK_INLINE size_t gi_pf(gi_fmt f) { return f == GI_Q4_0 ? 2 * GI_PF : f == GI_Q8_
 /* Row n, g dividing the block (gpb groups per block): the scales of 16 groups (sw·sa) are formed once and spread to
  * the lanes of each block by one vpermps (lane l of a block is group
  * l·gpb/16 of it). */
-QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t g) {
+QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t g, const int lc) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     const size_t ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), gpb = B / g;
@@ -478,8 +489,8 @@ QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b, _mm512_setzero_si512()), p, ws, b);
-            __m512i d1 = gi_blk_dot(f, gi_start(f, ws, b + 1, _mm512_setzero_si512()), p + bb, ws, b + 1);
+            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b, _mm512_setzero_si512(), lc), p, ws, b);
+            __m512i d1 = gi_blk_dot(f, gi_start(f, ws, b + 1, _mm512_setzero_si512(), lc), p + bb, ws, b + 1);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             idx = _mm512_add_epi32(idx, step);
             acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(idx, s16), acc1);
@@ -488,7 +499,7 @@ QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b, _mm512_setzero_si512()), p, ws, b);
+            __m512i d0 = gi_blk_dot(f, gi_start(f, ws, b, _mm512_setzero_si512(), lc), p, ws, b);
             acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(idx, s16), acc0);
             b++, p += bb;
         }
@@ -506,7 +517,7 @@ QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
  * 1x4096x14336 then took 1.4-1.9x the time in some runs; a scheme with a
  * loop over each group's blocks was no faster at four blocks and 5-12%
  * slower at g = K, so longer groups keep gi_tab_group.) */
-QK_INLINE float gi_tab_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n) {
+QK_INLINE float gi_tab_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, const int lc) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     const size_t g = a->group, ng = a->K / g, bb = gi_blk_bytes(f), pf = gi_pf(f);
@@ -522,7 +533,8 @@ QK_INLINE float gi_tab_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, s
         GI_PREFETCH((const char *)p + pf);
         GI_PREFETCH((const char *)p + pf + 64);
         const __m512i z = _mm512_setzero_si512();
-        __m512i d = _mm512_add_epi32(gi_blk_dot(f, gi_start(f, ws, b, z), p, ws, b), gi_blk_dot(f, gi_start(f, ws, b + 1, z), p + bb, ws, b + 1));
+        __m512i d = _mm512_add_epi32(gi_blk_dot(f, gi_start(f, ws, b, z, lc), p, ws, b),
+                                     gi_blk_dot(f, gi_start(f, ws, b + 1, z, lc), p + bb, ws, b + 1));
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
         acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc0);
     }
@@ -530,7 +542,7 @@ QK_INLINE float gi_tab_two(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, s
 }
 
 /* Row n, g a multiple of the block. */
-QK_INLINE float gi_tab_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n) {
+QK_INLINE float gi_tab_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, const int lc) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
     const size_t g = a->group, ng = a->K / g, B = gi_blk(f), bb = gi_blk_bytes(f), bpg = g / B;
@@ -551,13 +563,13 @@ QK_INLINE float gi_tab_group(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws,
             GI_PREFETCH((const char *)p + pf);
             GI_PREFETCH((const char *)p + pf + 64);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 128);
-            d0 = gi_blk_dot(f, gi_start(f, ws, b, d0), p, ws, b);
-            d1 = gi_blk_dot(f, gi_start(f, ws, b + 1, d1), p + bb, ws, b + 1);
+            d0 = gi_blk_dot(f, gi_start(f, ws, b, d0, lc), p, ws, b);
+            d1 = gi_blk_dot(f, gi_start(f, ws, b + 1, d1, lc), p + bb, ws, b + 1);
         }
         if (b < be) {
             GI_PREFETCH((const char *)p + pf);
             if (bb > 64) GI_PREFETCH((const char *)p + pf + 64);
-            d0 = gi_blk_dot(f, gi_start(f, ws, b, d0), p, ws, b);
+            d0 = gi_blk_dot(f, gi_start(f, ws, b, d0, lc), p, ws, b);
             b++, p += bb;
         }
         __m512 s = _mm512_set1_ps(gi_wscale(f, w, row, n, ng, j) * xq->scales[j]);
@@ -582,6 +594,19 @@ QK_INLINE int gi_fast(gi_fmt f, const qk_matmul_args *a) {
  * malloc per call). */
 static _Thread_local __m512i gi_tls_buf[GI_TLS / 128 * 3 > GI_TLS / 64 * 9 / 8 ? GI_TLS / 128 * 3 : GI_TLS / 64 * 9 / 8];
 
+/* Every row by the table path; lc: the lanes' starts (w4s, q4_0) made block
+ * by block, as the tables hold no corr. */
+QK_INLINE void gi_rows(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, const int lc) {
+    if (gi_blk(f) % a->group == 0 && a->group == 32) /* a constant g: no divisions in the loops */
+        for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_pair(f, a, ws, n, 32, lc);
+    else if (gi_blk(f) % a->group == 0)
+        for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_pair(f, a, ws, n, a->group, lc);
+    else if (a->group == 2 * gi_blk(f))
+        for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_two(f, a, ws, n, lc);
+    else
+        for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_group(f, a, ws, n, lc);
+}
+
 QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
     if (gi_fast(f, a)) {
         void *heap = NULL, *buf = gi_tls_buf;
@@ -589,18 +614,12 @@ QK_INLINE void gi_gemv(gi_fmt f, const qk_matmul_args *a) {
          * would otherwise recompute the address (a __tls_get_addr call, with
          * every live zmm spilled around it) inside the row loops. */
         __asm__("" : "+r"(buf));
-        if (a->K > GI_TLS) buf = heap = aligned_alloc(64, gi_ws_bytes(f, a->K));
+        if (a->K > GI_TLS) buf = heap = aligned_alloc(64, gi_ws_bytes(f, a->K, 0));
         if (buf) {
-            gi_ws t = gi_ws_in(f, buf, a->K), *ws = &t;
+            gi_ws t = gi_ws_in(f, buf, a->K, a->K <= GI_TLS), *ws = &t;
             gi_prep(f, a->xq, a->K, ws);
-            if (gi_blk(f) % a->group == 0 && a->group == 32) /* a constant g: no divisions in the loops */
-                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_pair(f, a, ws, n, 32);
-            else if (gi_blk(f) % a->group == 0)
-                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_pair(f, a, ws, n, a->group);
-            else if (a->group == 2 * gi_blk(f))
-                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_two(f, a, ws, n);
-            else
-                for (size_t n = 0; n < a->N; n++) a->y[n] = gi_tab_group(f, a, ws, n);
+            if (ws->corr || !gi_goff(f)) gi_rows(f, a, ws, 0);
+            else gi_rows(f, a, ws, 1);
             free(heap);
             return;
         }
