@@ -465,9 +465,9 @@ QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b, __m512i acc, con
  * cold further ahead (q4_0 twice GI_PF, q8_0 1.5 times), the others not. */
 QK_INLINE size_t gi_pf(gi_fmt f) { return f == GI_Q4_0 ? 2 * GI_PF : f == GI_Q8_0 ? GI_PF * 3 / 2 : GI_PF; }
 
-/* Row n, g dividing the block (gpb groups per block): the scales of 16 groups (sw·sa) are formed once and spread to
- * the lanes of each block by one vpermps (lane l of a block is group
- * l·gpb/16 of it). */
+/* Row n, g dividing the block (gpb groups per block): the scales of 16
+ * groups (sw·sa) are formed once and spread to the lanes of each block by
+ * one vpermps (lane l of a block is group l·gpb/16 of it). */
 QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, size_t n, size_t g, const int lc) {
     const qk_qmat *w = a->w;
     const qk_qact *xq = a->xq;
@@ -511,9 +511,9 @@ QK_INLINE float gi_tab_pair(gi_fmt f, const qk_matmul_args *a, const gi_ws *ws, 
  * its loop over a group's blocks (the two are dotted in one step) and with
  * the offset terms 16 groups at a time. In gi_tab_group these g had been
  * the slowest of the row (W4A8 g = 256 on 1x2048x4096 warm: 1.2x the time of
- * g = 128 and of g = K); this takes 22% less time there, W8A8 g = 128 8-21% less, and the same from DRAM. (Each
- * group's scale taken by a vpermps from 16 formed at once, as gi_tab_pair
- * does, was 6-16% faster still warm, but from DRAM W8A8 g = 128 on
+ * g = 128 and of g = K); this takes 22% less time there, W8A8 g = 128 8-21%
+ * less, and the same from DRAM. (Each group's scale taken by a vpermps from
+ * 16 formed at once, as gi_tab_pair does, was 6-16% faster still warm, but from DRAM W8A8 g = 128 on
  * 1x4096x14336 then took 1.4-1.9x the time in some runs; a scheme with a
  * loop over each group's blocks was no faster at four blocks and 5-12%
  * slower at g = K, so longer groups keep gi_tab_group.) */
