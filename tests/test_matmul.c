@@ -265,9 +265,9 @@ int main(void) {
         shape big = {1, nr + 1, quick ? 4096 : 65536, blocks ? 32 : 256, 0};
         cases++;
         good += run_case(k, &big, D_EXTREME, QK_SCALE_F32 + blocks, &rng);
-        /* K past the 16384 values whose activation tables the avx512 gemv keeps in
-         * thread-local storage, g = 32: its tables on the heap (the generic path when
-         * QK_TEST_NOMEM refuses them) */
+        /* K past the 16384 values that the avx512 integer gemv (its activation tables)
+         * and the avx2 W4A32 gemv (x transposed) keep in thread-local storage, g = 32:
+         * theirs on the heap (their other paths when QK_TEST_NOMEM refuses it) */
         shape past = {1, nr + 1, quick ? 4096 : 16384 + 3 * 128, 32, 0};
         cases++;
         good += run_case(k, &past, D_GAUSS, blocks ? QK_SCALE_F16 : QK_SCALE_F32, &rng);
