@@ -592,7 +592,8 @@ QK_INLINE int gi_fast(gi_fmt f, const qk_matmul_args *a) {
  * translation unit, not on the stack (up to 24 KiB would be a large share of
  * a small thread stack in a library user's program) nor on the heap (a
  * malloc per call). */
-static _Thread_local __m512i gi_tls_buf[GI_TLS / 128 * 3 > GI_TLS / 64 * 9 / 8 ? GI_TLS / 128 * 3 : GI_TLS / 64 * 9 / 8];
+static _Thread_local __m512i gi_tls_buf[GI_TLS / 128 * 3]; /* gi_ws_bytes of the 4-bit tables with corr, the larger layout */
+_Static_assert(GI_TLS / 64 * (64 + sizeof(__mmask64)) <= sizeof gi_tls_buf, "the 8-bit tables fit the thread-local buffer");
 
 /* Every row by the table path; lc: the lanes' starts (w4s, q4_0) made block
  * by block, as the tables hold no corr. */
