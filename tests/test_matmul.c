@@ -207,6 +207,41 @@ static void test_repack(const qk_matmul_kernel *k, tu_rng *rng) {
     free(y);
 }
 
+/* Packing W whole gives the bytes of packing it in slices of rows, each at
+ * its packed_offset (tiles depend only on their own rows; the last tile is
+ * zero-padded at W's end either way). The avx512 integer packs write whole
+ * lines with non-temporal stores when the packed weights reach
+ * QK_STREAM_MIN_BYTES (8 MiB), plain stores below it: 2048x8192 packs to
+ * 8-24 MiB whole, and to under 5 MiB in slices of about 512 rows, so the
+ * two take both ways. QK_TEST_QUICK (emulated runs, no AVX-512): 256 rows,
+ * slices of about 64. */
+static void test_pack_slices(const qk_matmul_kernel *k, tu_rng *rng) {
+    size_t N = tu_quick() ? 256 : 2048, K = 8192, g = 32, ng = K / g, nr = k->nr ? k->nr : 1;
+    size_t rs = ((tu_quick() ? 64 : 512) + nr - 1) / nr * nr; /* rows a slice, a multiple of nr */
+    qk_scale_type st = k->format == QK_Q4_0 || k->format == QK_Q8_0 ? QK_SCALE_F16 : QK_SCALE_F32;
+    qk_qmat w;
+    if (qk_qmat_alloc(&w, k->format, st, N, K, g)) abort();
+    for (size_t i = 0; i < N * w.row_bytes; i++) w.codes[i] = (uint8_t)tu_next(rng);
+    for (size_t i = 0; w.scales && st == QK_SCALE_F32 && i < N * ng; i++) {
+        ((float *)w.scales)[i] = (float)tu_gauss(rng);
+        if (w.mins) ((float *)w.mins)[i] = (float)tu_gauss(rng);
+    }
+    size_t bytes = k->pack_size(&w), room = (bytes + 63) / 64 * 64;
+    uint8_t *a = aligned_alloc(64, room), *b = aligned_alloc(64, room);
+    if (!a || !b) abort();
+    memset(a, 0xa5, room);
+    memset(b, 0x5a, room);
+    k->pack(&w, a);
+    for (size_t n0 = 0; n0 < N; n0 += rs) {
+        qk_qmat v = qk_qmat_rows(&w, n0, n0 + rs < N ? n0 + rs : N);
+        k->pack(&v, b + k->packed_offset(&w, n0));
+    }
+    CHECK(memcmp(a, b, bytes) == 0, "%s: %zux%zu packed whole differs from the same packed in slices of %zu rows", k->name, N, K, rs);
+    free(a);
+    free(b);
+    qk_qmat_free(&w);
+}
+
 int main(void) {
     const uint64_t seed = tu_seed();
     const int quick = tu_quick();
@@ -315,7 +350,10 @@ int main(void) {
         shape tiny = {1, 1, 32, 32, 0};
         cases++;
         good += run_case(k, &tiny, D_GAUSS, QK_SCALE_F32 + blocks, &rng);
-        if (k->pack) test_repack(k, &rng);
+        if (k->pack) {
+            test_repack(k, &rng);
+            test_pack_slices(k, &rng);
+        }
         printf("%-40s %d/%d shapes within the error model\n", k->name, good, cases);
     }
     if (unselected) printf("QK_TEST_KERNELS=%s: %zu kernels not run\n", getenv("QK_TEST_KERNELS"), unselected);

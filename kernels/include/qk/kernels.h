@@ -44,7 +44,8 @@ typedef struct qk_matmul_args {
 typedef void (*qk_matmul_fn)(const qk_matmul_args *a);
 /// Bytes of the packed layout for an N×K matrix (tile-rounded).
 typedef size_t (*qk_pack_size_fn)(const qk_qmat *w);
-/// Pack the plain layout into the kernel's own layout.
+/// Pack the plain layout into the kernel's own layout at `packed`, 64-byte aligned
+/// (qk_matmul_prepare allocates it so; some kernels load it with aligned loads).
 typedef void (*qk_pack_fn)(const qk_qmat *w, void *packed);
 /// Byte offset of row n0 (a multiple of nr) in the packed layout.
 typedef size_t (*qk_packed_offset_fn)(const qk_qmat *w, size_t n0);

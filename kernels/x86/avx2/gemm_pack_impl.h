@@ -80,6 +80,9 @@ QK_PK_INLINE float qk_pk_scale_of(const qk_qmat *w, size_t n, size_t j) {
     return qk_load_scale(w->scales, n * (w->cols / w->group) + j, w->scale_type);
 }
 
+/// How many of the nr rows from n0 lie below N.
+QK_PK_INLINE size_t qk_pk_live(size_t N, size_t n0, size_t nr) { return n0 >= N ? 0 : N - n0 < nr ? N - n0 : nr; }
+
 /// The scales of rows n0..n0+rows-1 (and, with mn, the w4a offsets) for a packed
 /// tile of nr columns (a multiple of 8), 0 on columns past `rows`: group j's of
 /// column c at sc[j·stride + c] and mn[j·stride + c]. 8 columns × 8 groups per

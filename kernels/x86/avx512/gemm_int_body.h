@@ -191,22 +191,36 @@ static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j
  * block of 16 rows at a time over all groups: the rows are often a multiple
  * of 4 KiB apart, and 48 of them in flight at once (group by group over the
  * tile) fell into the same two L1 sets, so that each 16-byte load missed
- * (4096x4096 g = 32: the pack took 1.1-1.5x the time). Scales 8 columns × 8
- * groups per register transpose (qk_pk_tile_scales). */
-static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
+ * (4096x4096 g = 32: the pack took 1.1-1.5x the time). Each block's scales
+ * follow its codes (qk_pk_tile_scales: 8 columns × 8 groups per register
+ * transpose), while its rows are still in L2: q4_0 and q8_0 keep their d at
+ * the head of each block, and the tile's scales made after all three blocks
+ * (48 rows, 731 KiB of q8_0 at K = 14336) read the rows again from memory:
+ * the pack of 4096x14336 took 0.78-0.82 of the time with the scales block
+ * by block (the other formats 0.9-1.07, noise; tools/ab.py --rounds 5 --pin
+ * 0, warm, g = 32 and 128). Packed weights of at least QK_STREAM_MIN_BYTES
+ * go out with non-temporal stores (whole aligned lines, not read for
+ * ownership, as the quantizers' codes): 4096x14336 0.73-0.87 of the time
+ * again (W4A8 w4s g = 32 1.03, noise), where 1024x4096, under the size,
+ * ranged 0.78-1.23 with them. */
+QK_INLINE void gm_store_line(uint8_t *p, __m512i v, int nt) {
+    if (nt) _mm512_stream_si512((void *)p, v);
+    else _mm512_storeu_si512(p, v);
+}
+QK_INLINE void gm_pack_nt(gm_fmt f, const qk_qmat *w, void *packed, const int nt) {
     size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
     size_t gb = gm_group_bytes(f, g), scoff = ns * GM_NB * 64;
     int fast = g % ks == 0 && ns % 4 == 0;
     uint8_t *out = (uint8_t *)packed;
     for (size_t n0 = 0; n0 < N; n0 += GM_NR) {
-        for (size_t b = 0; b < GM_NB; b++)
+        for (size_t b = 0; b < GM_NB; b++) {
             for (size_t j = 0; j < ng; j++) {
                 uint8_t *codes = out + j * gb;
                 if (fast && n0 + 16 * b + 16 <= N) {
                     for (size_t u = 0; u < ns / 4; u++) {
                         __m512i o[4];
                         gm_pack_steps4(f, w, n0 + 16 * b, j, u, o);
-                        for (size_t q = 0; q < 4; q++) _mm512_storeu_si512(codes + ((4 * u + q) * GM_NB + b) * 64, o[q]);
+                        for (size_t q = 0; q < 4; q++) gm_store_line(codes + ((4 * u + q) * GM_NB + b) * 64, o[q], nt);
                     }
                     continue;
                 }
@@ -217,10 +231,19 @@ static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
                         memcpy(codes + (s * GM_NB + b) * 64 + 4 * l, &v, 4);
                     }
             }
-        float *sc = (float *)(out + scoff); /* gb and scoff are multiples of 64 plus floats */
-        qk_pk_tile_scales(w, n0, N - n0 < GM_NR ? N - n0 : GM_NR, GM_NR, sc, f == GM_W4A ? sc + GM_NR : NULL, gb / sizeof(float));
+            float *sc = (float *)(out + scoff) + 16 * b; /* gb and scoff are multiples of 64 plus floats */
+            qk_pk_tile_scales(w, n0 + 16 * b, qk_pk_live(N, n0 + 16 * b, 16), 16, sc, f == GM_W4A ? sc + GM_NR : NULL, gb / sizeof(float));
+        }
         out += ng * gb;
     }
+    if (nt) _mm_sfence(); /* the streamed lines are visible before the packed weights are used */
+}
+
+/* nt a constant in each: with it a variable, the stores' test cost the pack
+ * of 1024x4096 (under the size) a tenth more time. gb is a multiple of 64. */
+static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
+    if (gm_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) gm_pack_nt(f, w, packed, 1);
+    else gm_pack_nt(f, w, packed, 0);
 }
 
 /* Broadcast the 4 activation codes at k. */
@@ -358,7 +381,19 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
  * left 64x4096x14336 within the spread of five runs (61-72%).
  * At g = 32 each accumulator and group also needs a multiply (sw·sa) and an
  * FMA on the two pipes that run vpdpbusd, so 8 dots in 10 is its bound (the
- * probe's i8g32 loop). */
+ * probe's i8g32 loop). Which ops share those pipes (2026-12-07, a loop of 12
+ * independent vpdpbusd zmm and 3 other ops on registers of their own, in
+ * assembly): with vmulps, vfmadd231ps, vpermps, vpshufb, vpmulld, vpmaddwd,
+ * vpmuludq, vpmadd52luq, vdpbf16ps or vgf2p8mulb the dots ran at 0.80-0.81
+ * of their rate alone; with vaddps, vcvtdq2ps, vpaddd, vpandd, vpsrlw,
+ * vpsllvd, vscalefps, register copies, broadcasts or loads at 0.99-1.01.
+ * The rescale multiplies three values that all vary per group (the dot, sw
+ * by column, sa by row), two products of the first kind in any order. A
+ * copy of this tile's group loop over 16 groups in L1 ran at 71-74% of the
+ * plain dot (5x64, 6x64 and 8x48 tiles, their f32 sums spilled to memory,
+ * at 0.90-0.99 of the 4x48), and with 85 column tiles' weights streaming
+ * from memory under the same prefetch as here (64x4080x14336) at 64-70%,
+ * where this kernel ran 59-64%. */
 QK_INLINE void gm_pf_group_l1(gm_pf *pf) {
     for (size_t i = 0; i < pf->n && pf->p < pf->e; i++, pf->p += 64) _mm_prefetch((const char *)pf->p, _MM_HINT_T0);
 }

@@ -161,7 +161,12 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * This loop holds the w4s/w4a/q4_0 gemv on one thread near DRAM speed: 16
  * weights cost a shift, a lookup and an FMA, which on the Zen 5 host issue
  * on three different pairs of its four vector pipes (shifts with the adds,
- * vpermps on the middle two, FMAs with the multiplies). With its weights in
+ * vpermps on the middle two, FMAs with the multiplies). These three ops
+ * alone (8 rows per step, in assembly, 2026-12-07) ran 65.7 G weights a
+ * second, 32.9 GB/s of codes: this gemv's ceiling on one core. In place of
+ * the lookup, an and and a convert ran 47, an or under 2^23's exponent and
+ * a subtraction 46: the four pipes take about 3.4 of these ops a cycle
+ * whichever pipes they need, so the fewest ops win. With its weights in
  * L2 the one-thread w4s gemv moved 36.0 GB/s at g = 32 and 32.5 at g = 128,
  * where one thread read DRAM at 29-40 GB/s in the same run, and from DRAM
  * (4096x14336) 25.3 and 19.2 GB/s, 80.7% and 67.7% of the read beside its
