@@ -195,14 +195,16 @@ static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j
  * follow its codes (qk_pk_tile_scales: 8 columns × 8 groups per register
  * transpose), while its rows are still in L2: q4_0 and q8_0 keep their d at
  * the head of each block, and the tile's scales made after all three blocks
- * (48 rows, 731 KiB of q8_0 at K = 14336) read the rows again from memory:
- * the pack of 4096x14336 took 0.78-0.82 of the time with the scales block
- * by block (the other formats 0.9-1.07, noise; tools/ab.py --rounds 5 --pin
- * 0, warm, g = 32 and 128). Packed weights of at least QK_STREAM_MIN_BYTES
- * go out with non-temporal stores (whole aligned lines, not read for
- * ownership, as the quantizers' codes): 4096x14336 0.73-0.87 of the time
- * again (W4A8 w4s g = 32 1.03, noise), where 1024x4096, under the size,
- * ranged 0.78-1.23 with them. */
+ * (48 rows, 731 KiB of q8_0 at K = 14336) read the rows again from memory
+ * (4096x14336: 0.78-0.82 of the time with the scales block by block, the
+ * other formats 0.9-1.07). Packed weights of at least QK_STREAM_MIN_BYTES go
+ * out with non-temporal stores (whole aligned lines, not read for
+ * ownership, as the quantizers' codes; 1024x4096, under that size, took
+ * 0.78-1.23 of the time with them). Both against the pack before them
+ * (tools/ab.py --rounds 5 or 7 --pin 0, warm, avx512vnni, 2026-12-07):
+ * 4096x14336 q8_0 0.68, q4_0 0.89, w8s 0.77-0.82, w4s 0.92-1.01 (g = 32
+ * and 128); 2048x4096 (8.7 MiB packed) w8s 0.69, q4_0 0.79, q8_0 0.71;
+ * 1024x4096 0.85-1.0, q8_0 1.05. */
 QK_INLINE void gm_store_line(uint8_t *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512((void *)p, v);
     else _mm512_storeu_si512(p, v);
@@ -240,8 +242,11 @@ QK_INLINE void gm_pack_nt(gm_fmt f, const qk_qmat *w, void *packed, const int nt
 }
 
 /* nt a constant in each: with it a variable, the stores' test cost the pack
- * of 1024x4096 (under the size) a tenth more time. gb is a multiple of 64. */
-static void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
+ * of 1024x4096 (under the size) a tenth more time. Inlined into each listed
+ * kernel's pack, so that f is a constant there too (as a static function the
+ * compiler cloned it for two formats and left the others a general copy,
+ * 1.1x the time). gb is a multiple of 64. */
+QK_INLINE void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
     if (gm_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) gm_pack_nt(f, w, packed, 1);
     else gm_pack_nt(f, w, packed, 0);
 }
