@@ -204,7 +204,7 @@ static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j
  * (tools/ab.py --rounds 5 or 7 --pin 0, warm, avx512vnni, 2026-12-07):
  * 4096x14336 q8_0 0.68, q4_0 0.89, w8s 0.77-0.82, w4s 0.92-1.01 (g = 32
  * and 128); 2048x4096 (8.7 MiB packed) w8s 0.69, q4_0 0.79, q8_0 0.71;
- * 1024x4096 0.85-1.0, q8_0 1.05. */
+ * 1024x4096 0.85-1.0, q8_0 1.05-1.09. */
 QK_INLINE void gm_store_line(uint8_t *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512((void *)p, v);
     else _mm512_storeu_si512(p, v);
