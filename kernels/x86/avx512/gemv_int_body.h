@@ -362,6 +362,12 @@ QK_INLINE int gi_w8(gi_fmt f) { return f == GI_W8S || f == GI_Q8_0; }
 QK_INLINE int gi_nib(gi_fmt f) { return gi_w4(f) || f == GI_Q4_0; }
 QK_INLINE size_t gi_blk(gi_fmt f) { return gi_nib(f) ? 128 : 64; }
 
+/* off·(the activations each lane meets in one 128-value block): its two
+ * planes e and o, as the 4-bit dot pairs them. */
+QK_INLINE __m512i gi_planes_off(gi_fmt f, __m512i e, __m512i o) {
+    return qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), gi_goff(f), e), gi_goff(f), o);
+}
+
 /* Bytes of the tables of K values (K a multiple of the block), and the
  * tables laid out in such a buffer (64-byte aligned). */
 QK_INLINE size_t gi_ws_bytes(gi_fmt f, size_t K, int corr) {
@@ -399,7 +405,7 @@ static void gi_prep(gi_fmt f, const qk_qact *xq, size_t K, gi_ws *ws) {
         ws->ae[b] = e, ws->ao[b] = o;
         if (ws->corr) {
             const __m512i z = _mm512_setzero_si512();
-            ws->corr[b] = _mm512_sub_epi32(z, qk_offset_dot(qk_offset_dot(z, gi_goff(f), e), gi_goff(f), o));
+            ws->corr[b] = _mm512_sub_epi32(z, gi_planes_off(f, e, o));
         }
     }
 }
@@ -458,7 +464,7 @@ QK_INLINE __m512 gi_min_fma(const qk_qmat *w, size_t i, size_t nj, __m512 sa, co
 QK_INLINE __m512i gi_start(gi_fmt f, const gi_ws *ws, size_t b, __m512i acc, const int lc) {
     if (!gi_goff(f)) return acc;
     if (!lc) return _mm512_add_epi32(acc, ws->corr[b]);
-    return _mm512_sub_epi32(acc, qk_offset_dot(qk_offset_dot(_mm512_setzero_si512(), gi_goff(f), ws->ae[b]), gi_goff(f), ws->ao[b]));
+    return _mm512_sub_epi32(acc, gi_planes_off(f, ws->ae[b], ws->ao[b]));
 }
 
 /* Bytes prefetched ahead in the table path: the block formats ran faster
