@@ -34,6 +34,44 @@ static inline __m512 qk512_load16_ph(const uint16_t *p, size_t n) {
     return _mm512_cvtph_ps(n >= 16 ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(qk512_mask16(n), p));
 }
 
+/// Rows of a packed tile, 16 at a time: t[q] lane r = the dword at byte
+/// off + 4q of row r (base + r·rb), for r < live (rows past it read as zero).
+/// Loaded as z[q] lane L = the 16 bytes of row 4L + q, then one in-lane 4x4
+/// transpose of dwords (8 unpacks), and each t[q] is a whole line of the
+/// packed tile. (Written load by load into the inserts: with a z's four loads
+/// first, GCC allocated the int gemm pack's registers otherwise and it took
+/// 1.2x the time; as masked broadcast loads, 2-3x from DRAM.)
+/// With q4, each row's 16 bytes are a q4_0 block's nibbles (element j
+/// low, j + 16 high), put in the plain order first
+/// (element 2i low, 2i + 1 high of byte i; in-lane, as qk_pk_q4_0_plain).
+/// Called with live a literal 16 for whole blocks (always inlined, the tests
+/// fold away).
+static inline __attribute__((always_inline)) void qk512_load_t4(const uint8_t *base, size_t rb, size_t off, size_t live, int q4,
+                                                                __m512i t[4]) {
+    __m512i z[4];
+    for (size_t q = 0; q < 4; q++) {
+        const uint8_t *p = base + q * rb + off;
+#define QK512_T4_ROW(L) (4 * (L) + q < live ? _mm_loadu_si128((const __m128i *)(p + (L) * 4 * rb)) : _mm_setzero_si128())
+        __m512i v = _mm512_castsi128_si512(QK512_T4_ROW(0));
+        v = _mm512_inserti32x4(v, QK512_T4_ROW(1), 1);
+        v = _mm512_inserti32x4(v, QK512_T4_ROW(2), 2);
+        v = _mm512_inserti32x4(v, QK512_T4_ROW(3), 3);
+#undef QK512_T4_ROW
+        if (q4) {
+            const __m512i m4 = _mm512_set1_epi8(15), w = _mm512_set1_epi16(0x1001);
+            v = _mm512_packus_epi16(_mm512_maddubs_epi16(_mm512_and_si512(v, m4), w),
+                                    _mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), w));
+        }
+        z[q] = v;
+    }
+    __m512i a = _mm512_unpacklo_epi32(z[0], z[1]), b = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i c = _mm512_unpacklo_epi32(z[2], z[3]), d = _mm512_unpackhi_epi32(z[2], z[3]);
+    t[0] = _mm512_unpacklo_epi64(a, c);
+    t[1] = _mm512_unpackhi_epi64(a, c);
+    t[2] = _mm512_unpacklo_epi64(b, d);
+    t[3] = _mm512_unpackhi_epi64(b, d);
+}
+
 /// round-half-away-from-zero(v) as int32, exactly roundf for |v| < 2^31:
 /// trunc(v + copysign(0.5 - 2^-25, v)) (checked on every float).
 static inline __m512i qk512_cvt_round_away(__m512 v) {

@@ -77,62 +77,75 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
     }
 }
 
-/* The layout above as whole-register transposes: 4-bit codes (g % 32 == 0)
- * in 8 columns × 4 dwords (4 chunks) of plain bytes at a time (a q4_0 block
- * first turned into the plain nibble order), 8-bit codes (g % 16 == 0) in
- * 16 columns × 16 k; scales (and offsets) column by column. Columns past N
- * read as zero. */
-static void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
+/* The layout above as whole-register transposes, one zmm of the tile (16
+ * columns) at a time: each block of 16 rows over all its groups, then its
+ * scales (and offsets) while its rows are in cache; rows past N read as zero.
+ * 4-bit codes (g % 32 == 0): 4 chunks of the 16 rows per qk512_load_t4 (a
+ * q4_0 block first put in the plain nibble order), stored as whole lines,
+ * non-temporal when the packed weights are at least QK_STREAM_MIN_BYTES (as
+ * the int gemm's pack); 8-bit codes (g % 16 == 0): 16 k per 16x16 byte
+ * transpose, 16-byte pieces of lines. Against the pack before it, which took
+ * 8 columns at a time and so wrote each line in 16-byte pieces in four passes
+ * over the tile (below the avx2 layout's pack), with the scales one by one
+ * for q4_0 (tools/ab.py --rounds 3 --pin 0, warm, 1024x4096 and 4096x14336,
+ * g = 32 and 128, 2026-12-07): q4_0 0.43-0.45 of the time, w4s 0.46-0.68,
+ * w4a 0.54-0.74; non-temporal stores alone took 0.55-0.71 of the time at
+ * 4096x14336 w4s and w4a g = 128 and w4s g = 32. */
+/* qk512_load_t4 of a block of fewer than 16 rows (the last tile's), out of
+ * line: inlined beside the whole blocks' copy, its row tests went into that
+ * copy too (q4_0 1024x4096 took 1.29x the time). */
+static __attribute__((noinline)) void ga_load_t4_part(const uint8_t *bb, size_t rb, size_t off, size_t live, int q4, __m512i t[4]) {
+    qk512_load_t4(bb, rb, off, live, q4, t);
+}
+
+QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt) {
     const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, gb = ga_group_bytes(f, g), cb = ga_code_bytes(f, g);
-    if (ga_bits(f) == 4 ? g % 32 != 0 : g % 16 != 0) {
-        ga_pack_generic(f, w, packed);
-        return;
-    }
     const size_t rb = w->row_bytes;
     const int q = f == GA_Q4_0 || f == GA_Q8_0;
     uint8_t *out = (uint8_t *)packed;
-    for (size_t n0 = 0; n0 < N; n0 += GA_NR, out += ng * gb) {
-        const size_t rows = N - n0 < GA_NR ? N - n0 : GA_NR;
-        const uint8_t *base = w->codes + n0 * rb;
-        if (ga_bits(f) == 4) {
-            for (size_t c0 = 0; c0 < GA_NR; c0 += 8)
+    for (size_t n0 = 0; n0 < N; n0 += GA_NR, out += ng * gb)
+        for (size_t b = 0; b < GA_NB; b++) {
+            const size_t live = qk_pk_live(N, n0 + 16 * b, 16);
+            const uint8_t *bb = live ? w->codes + (n0 + 16 * b) * rb : w->codes; /* no row of the block read when none is live */
+            if (ga_bits(f) == 4) {
                 for (size_t j = 0; j < ng; j++)
                     for (size_t ch = 0; ch < g / 8; ch += 4) {
-                        __m128i r[8];
-                        for (size_t i = 0; i < 8; i++) {
-                            const uint8_t *row = base + (c0 + i) * rb;
-                            if (c0 + i >= rows) r[i] = _mm_setzero_si128();
-                            else if (f == GA_Q4_0) r[i] = qk_pk_q4_0_plain(row + j * QK_Q4_0_BYTES + 2);
-                            else r[i] = _mm_loadu_si128((const __m128i *)(row + (j * g + 8 * ch) / 2));
-                        }
-                        uint8_t *d = out + j * gb + (ch * GA_NR + c0) * 4;
-                        for (size_t h = 0; h < 2; h++) { /* rows 4h..4h+3: a 4x4 dword transpose */
-                            const __m128i t0 = _mm_unpacklo_epi32(r[4 * h], r[4 * h + 1]), t1 = _mm_unpackhi_epi32(r[4 * h], r[4 * h + 1]);
-                            const __m128i t2 = _mm_unpacklo_epi32(r[4 * h + 2], r[4 * h + 3]), t3 = _mm_unpackhi_epi32(r[4 * h + 2], r[4 * h + 3]);
-                            _mm_storeu_si128((__m128i *)(d + 16 * h), _mm_unpacklo_epi64(t0, t2));
-                            _mm_storeu_si128((__m128i *)(d + 16 * h + GA_NR * 4), _mm_unpackhi_epi64(t0, t2));
-                            _mm_storeu_si128((__m128i *)(d + 16 * h + GA_NR * 8), _mm_unpacklo_epi64(t1, t3));
-                            _mm_storeu_si128((__m128i *)(d + 16 * h + GA_NR * 12), _mm_unpackhi_epi64(t1, t3));
+                        const size_t off = f == GA_Q4_0 ? j * QK_Q4_0_BYTES + 2 : (j * g + 8 * ch) / 2;
+                        __m512i t[4];
+                        if (live == 16) qk512_load_t4(bb, rb, off, 16, f == GA_Q4_0, t);
+                        else ga_load_t4_part(bb, rb, off, live, f == GA_Q4_0, t);
+                        for (size_t c = 0; c < 4; c++) {
+                            uint8_t *d = out + j * gb + ((ch + c) * GA_NB + b) * 64;
+                            if (nt) _mm512_stream_si512((void *)d, t[c]);
+                            else _mm512_storeu_si512(d, t[c]);
                         }
                     }
-        } else {
-            for (size_t b = 0; b < GA_NB; b++)
+            } else {
                 for (size_t j = 0; j < ng; j++)
                     for (size_t i0 = 0; i0 < g; i0 += 16) {
                         __m128i r[16], t[16];
                         for (size_t l = 0; l < 16; l++) {
-                            const uint8_t *row = base + (16 * b + l) * rb;
+                            const uint8_t *row = bb + l * rb;
                             const uint8_t *src = q ? row + j * QK_Q8_0_BYTES + 2 + i0 : row + j * g + i0;
-                            r[l] = 16 * b + l < rows ? _mm_loadu_si128((const __m128i *)src) : _mm_setzero_si128();
+                            r[l] = l < live ? _mm_loadu_si128((const __m128i *)src) : _mm_setzero_si128();
                         }
                         qk_pk_tr16x16_epi8(r, t);
                         uint8_t *d = out + j * gb + (i0 * GA_NB + b) * 16;
                         for (size_t k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(d + k * GA_NB * 16), t[k]);
                     }
+            }
+            /* the block's scales (and offsets) while its rows are in cache; gb is a multiple of 4 */
+            float *sc = (float *)(out + cb) + 16 * b;
+            qk_pk_tile_scales(w, n0 + 16 * b, live, 16, sc, f == GA_W4A ? sc + GA_NR : NULL, gb / sizeof(float));
         }
-        float *sc = (float *)(out + cb); /* gb is a multiple of 4: codes in 16-byte units, then floats */
-        qk_pk_tile_scales(w, n0, rows, GA_NR, sc, f == GA_W4A ? sc + GA_NR : NULL, gb / sizeof(float));
-    }
+    if (nt) _mm_sfence(); /* the streamed lines are visible before the packed weights are used */
+}
+
+QK_INLINE void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
+    const size_t g = w->group;
+    if (ga_bits(f) == 4 ? g % 32 != 0 : g % 16 != 0) ga_pack_generic(f, w, packed);
+    else if (ga_bits(f) == 4 && ga_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) ga_pack_nt(f, w, packed, 1);
+    else ga_pack_nt(f, w, packed, 0);
 }
 
 /* Σ x[k0..k1) of one row. */

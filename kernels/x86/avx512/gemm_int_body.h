@@ -139,25 +139,6 @@ static inline __m512i gm_spread4_v(__m512i p) {
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
 }
 
-/* The dwords at byte offsets off, off+4, off+8, off+12 of the 16 rows
- * base + r·rb (r = 0..15), transposed: t[q] lane r = dword q of row r. */
-static inline void gm_load_t4(const uint8_t *base, size_t rb, size_t off, __m512i t[4]) {
-    __m512i z[4];
-    for (size_t q = 0; q < 4; q++) { /* z[q] lane L = the 16 bytes of row 4L + q */
-        const uint8_t *p = base + q * rb + off;
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 4 * rb)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 8 * rb)), 2);
-        z[q] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 12 * rb)), 3);
-    }
-    __m512i a = _mm512_unpacklo_epi32(z[0], z[1]), b = _mm512_unpackhi_epi32(z[0], z[1]);
-    __m512i c = _mm512_unpacklo_epi32(z[2], z[3]), d = _mm512_unpackhi_epi32(z[2], z[3]);
-    t[0] = _mm512_unpacklo_epi64(a, c);
-    t[1] = _mm512_unpackhi_epi64(a, c);
-    t[2] = _mm512_unpacklo_epi64(b, d);
-    t[3] = _mm512_unpackhi_epi64(b, d);
-}
-
 /* Steps 4u..4u+3 of group j for the 16 rows n..n+15 (all < N, every step of
  * the group whole), in the packed form of gm_step_bytes. */
 static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j, size_t u, __m512i o[4]) {
@@ -168,16 +149,16 @@ static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j
     switch (f) {
     case GM_W8S:
     case GM_Q8_0:
-        gm_load_t4(base, rb, f == GM_W8S ? k : (k / 32) * QK_Q8_0_BYTES + 2 + k % 32, t);
+        qk512_load_t4(base, rb, f == GM_W8S ? k : (k / 32) * QK_Q8_0_BYTES + 2 + k % 32, 16, 0, t);
         for (size_t q = 0; q < 4; q++) o[q] = _mm512_xor_si512(t[q], x80);
         return;
     case GM_W4S:
     case GM_W4A:
-        gm_load_t4(base, rb, k / 2, t);
+        qk512_load_t4(base, rb, k / 2, 16, 0, t);
         for (size_t q = 0; q < 4; q++) o[q] = gm_spread4_v(t[q]);
         return;
     default: /* q4_0 (u = 0): qs[0..15]; step s: low (s < 2) or high nibbles of qs[8(s&1) .. +7] */
-        gm_load_t4(base, rb, j * QK_Q4_0_BYTES + 2, t);
+        qk512_load_t4(base, rb, j * QK_Q4_0_BYTES + 2, 16, 0, t);
         o[0] = _mm512_or_si512(_mm512_and_si512(t[0], m4), _mm512_slli_epi32(_mm512_and_si512(t[1], m4), 4));
         o[1] = _mm512_or_si512(_mm512_and_si512(t[2], m4), _mm512_slli_epi32(_mm512_and_si512(t[3], m4), 4));
         o[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(t[0], 4), m4), _mm512_andnot_si512(m4, t[1]));
