@@ -90,7 +90,11 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
  * for q4_0 (tools/ab.py --rounds 3 --pin 0, warm, 1024x4096 and 4096x14336,
  * g = 32 and 128, 2026-12-07): q4_0 0.43-0.45 of the time, w4s 0.46-0.68,
  * w4a 0.54-0.74; non-temporal stores alone took 0.55-0.71 of the time at
- * 4096x14336 w4s and w4a g = 128 and w4s g = 32. */
+ * 4096x14336 w4s and w4a g = 128 and w4s g = 32. Tried for 8-bit codes and
+ * not kept: both blocks' 16x16 transposes at once, so that their lines go
+ * out whole (streamed past 8 MiB), 1.1-2.3x the time (same A/B, w8s and q8_0,
+ * 1024x4096, 4096x14336, 14336x4096): 32 rows 4 KiB or 14 KiB apart crowd
+ * one or two L1 sets. */
 /* qk512_load_t4 of a block of fewer than 16 rows (the last tile's), out of
  * line: inlined beside the whole blocks' copy, its row tests went into that
  * copy too (q4_0 1024x4096 took 1.29x the time). */
