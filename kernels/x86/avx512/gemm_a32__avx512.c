@@ -14,8 +14,8 @@
  * past N), group after group:
  *   4-bit: ceil(g/8) chunks × GA_NB zmm: dword c of zmm b, nibble i = code
  *          (0..15) of column 16b+c at k = 8·chunk + i of the group (0 past it);
- *   8-bit: g × GA_NB × 16 bytes: byte c of block (k, b) = int8 code of column
- *          16b+c at k;
+ *   8-bit: GA_NB × g × 16 bytes: byte c of block (b, k) = int8 code of column
+ *          16b+c at k (each zmm's columns apart, so the pack writes whole lines);
  *   then GA_NR f32 scales (q4_0/q8_0: d widened), and for w4a GA_NR f32 offsets.
  * K is walked in slices (whole groups, or pieces of one long group) whose
  * tile weights stay in L1 while every row tile of X passes over them.
@@ -56,7 +56,7 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
                 size_t n = n0 + c, b = c / 16, l = c % 16;
                 const uint8_t *row = w->codes + n * w->row_bytes;
                 if (ga_bits(f) == 8) { /* w8s, q8_0: the stored int8 bytes */
-                    for (size_t i = 0; i < g; i++) codes[(i * GA_NB + b) * 16 + l] = (uint8_t)qk_row_stored(row, w->format, j * g + i);
+                    for (size_t i = 0; i < g; i++) codes[(b * g + i) * 16 + l] = (uint8_t)qk_row_stored(row, w->format, j * g + i);
                 } else if (f != GA_Q4_0) { /* the plain bytes of 8 codes are the packed dword: nibble i = code i */
                     for (size_t i = 0; i < g; i += 8) {
                         uint8_t *d = codes + ((i / 8) * GA_NB + b) * 64 + 4 * l;
@@ -81,20 +81,23 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
  * columns) at a time: each block of 16 rows over all its groups, then its
  * scales (and offsets) while its rows are in cache; rows past N read as zero.
  * 4-bit codes (g % 32 == 0): 4 chunks of the 16 rows per qk512_load_t4 (a
- * q4_0 block first put in the plain nibble order), stored as whole lines,
- * non-temporal when the packed weights are at least QK_STREAM_MIN_BYTES (as
- * the int gemm's pack); 8-bit codes (g % 16 == 0): 16 k per 16x16 byte
- * transpose, 16-byte pieces of lines. Against the pack before it, which took
- * 8 columns at a time and so wrote each line in 16-byte pieces in four passes
- * over the tile (below the avx2 layout's pack), with the scales one by one
- * for q4_0 (tools/ab.py --rounds 3 --pin 0, warm, 1024x4096 and 4096x14336,
- * g = 32 and 128, 2026-12-07): q4_0 0.43-0.45 of the time, w4s 0.46-0.68,
- * w4a 0.54-0.74; non-temporal stores alone took 0.55-0.71 of the time at
- * 4096x14336 w4s and w4a g = 128 and w4s g = 32. Tried for 8-bit codes and
- * not kept: both blocks' 16x16 transposes at once, so that their lines go
- * out whole (streamed past 8 MiB), 1.1-2.3x the time (same A/B, w8s and q8_0,
- * 1024x4096, 4096x14336, 14336x4096): 32 rows 4 KiB or 14 KiB apart crowd
- * one or two L1 sets. */
+ * q4_0 block first put in the plain nibble order); 8-bit codes (g % 16 ==
+ * 0): 16 k per 16x16 byte transpose. Both write whole lines, non-temporal
+ * when the packed weights are at least QK_STREAM_MIN_BYTES (as the int gemm's
+ * pack). Against the pack before it, which took 8 columns (4-bit) or each
+ * block's 16 k (8-bit, the two blocks' codes side by side in every line) at
+ * a time, and so wrote each line in pieces over several passes of the tile,
+ * with the scales one by one for q4_0 (tools/ab.py --rounds 3 --pin 0, warm,
+ * 1024x4096 and 4096x14336 (8-bit also 14336x4096), g = 32 and 128,
+ * 2026-12-07): q4_0 0.43-0.45 of the time, w4s 0.46-0.68, w4a 0.54-0.74, w8s
+ * 0.61-0.92, q8_0 0.81-0.94 (the 8-bit gemm on the new layout 0.94-1.0 of its
+ * time on 64x4096x14336, 64x14336x4096 and 512x14336x4096); non-temporal
+ * stores alone took 0.55-0.71 of the time at 4096x14336 w4s and w4a g = 128
+ * and w4s g = 32. Tried for 8-bit codes in the old layout and not kept: both
+ * blocks' 16x16 transposes at once, so that their lines go out whole, 1.1-2.3x
+ * the time (w8s, q8_0; 1024x4096, 4096x14336, 14336x4096): 32 rows 4 KiB or
+ * 14 KiB apart crowd one or two L1 sets; the two blocks in turn over pieces
+ * of 512 k into a 16 KiB buffer laid out as the lines, 1.0-1.5x. */
 /* qk512_load_t4 of a block of fewer than 16 rows (the last tile's), out of
  * line: inlined beside the whole blocks' copy, its row tests went into that
  * copy too (q4_0 1024x4096 took 1.29x the time). */
@@ -134,8 +137,13 @@ QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt
                             r[l] = l < live ? _mm_loadu_si128((const __m128i *)src) : _mm_setzero_si128();
                         }
                         qk_pk_tr16x16_epi8(r, t);
-                        uint8_t *d = out + j * gb + (i0 * GA_NB + b) * 16;
-                        for (size_t k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(d + k * GA_NB * 16), t[k]);
+                        uint8_t *d = out + j * gb + (b * g + i0) * 16; /* 4 whole lines */
+                        for (size_t k = 0; k < 16; k += 4) {
+                            __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(t[k]), t[k + 1], 1);
+                            v = _mm512_inserti32x4(_mm512_inserti32x4(v, t[k + 2], 2), t[k + 3], 3);
+                            if (nt) _mm512_stream_si512((void *)(d + k * 16), v);
+                            else _mm512_storeu_si512(d + k * 16, v);
+                        }
                     }
             }
             /* the block's scales (and offsets) while its rows are in cache; gb is a multiple of 4 */
@@ -148,7 +156,7 @@ QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt
 QK_INLINE void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
     const size_t g = w->group;
     if (ga_bits(f) == 4 ? g % 32 != 0 : g % 16 != 0) ga_pack_generic(f, w, packed);
-    else if (ga_bits(f) == 4 && ga_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) ga_pack_nt(f, w, packed, 1);
+    else if (ga_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) ga_pack_nt(f, w, packed, 1);
     else ga_pack_nt(f, w, packed, 0);
 }
 
@@ -230,11 +238,11 @@ QK_INLINE void ga_tile(ga_fmt f, size_t mr, const qk_matmul_args *a, const uint8
                 }
             }
         } else {
-            const uint8_t *cp = gp + (kg - j * g) * GA_NB * 16;
-            for (; k < ke; k++, cp += GA_NB * 16) {
+            const uint8_t *cp = gp + (kg - j * g) * 16;
+            for (; k < ke; k++, cp += 16) {
                 __m512 wv[GA_NB];
                 GA_UNROLL for (size_t b = 0; b < GA_NB; b++)
-                    wv[b] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(cp + 16 * b))));
+                    wv[b] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(cp + b * g * 16))));
                 ga_fma(mr, accp, wv, xr, k);
             }
         }
