@@ -77,6 +77,13 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
     }
 }
 
+/* qk512_load_t4 of a block of fewer than 16 rows (the last tile's), out of
+ * line: inlined beside the whole blocks' copy, its row tests went into that
+ * copy too (q4_0 1024x4096 took 1.29x the time). */
+static __attribute__((noinline)) void ga_load_t4_part(const uint8_t *bb, size_t rb, size_t off, size_t live, int q4, __m512i t[4]) {
+    qk512_load_t4(bb, rb, off, live, q4, t);
+}
+
 /* The layout above as whole-register transposes, one zmm of the tile (16
  * columns) at a time: each block of 16 rows over all its groups, then its
  * scales (and offsets) while its rows are in cache; rows past N read as zero.
@@ -98,13 +105,6 @@ static void ga_pack_generic(ga_fmt f, const qk_qmat *w, void *packed) {
  * the time (w8s, q8_0; 1024x4096, 4096x14336, 14336x4096): 32 rows 4 KiB or
  * 14 KiB apart crowd one or two L1 sets; the two blocks in turn over pieces
  * of 512 k into a 16 KiB buffer laid out as the lines, 1.0-1.5x. */
-/* qk512_load_t4 of a block of fewer than 16 rows (the last tile's), out of
- * line: inlined beside the whole blocks' copy, its row tests went into that
- * copy too (q4_0 1024x4096 took 1.29x the time). */
-static __attribute__((noinline)) void ga_load_t4_part(const uint8_t *bb, size_t rb, size_t off, size_t live, int q4, __m512i t[4]) {
-    qk512_load_t4(bb, rb, off, live, q4, t);
-}
-
 QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt) {
     const size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, gb = ga_group_bytes(f, g), cb = ga_code_bytes(f, g);
     const size_t rb = w->row_bytes;
