@@ -204,7 +204,14 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * block in address order (one sequential stream), into L2 beside this loop's
  * own prefetch, or into L2 or L1 in its place, took 1.11-1.61x (L2) and
  * 0.76-1.29x (L1) the time cold (tools/ab.py --rounds 3 --pin 0,
- * 1x4096x14336 and 1x14336x4096, w4s and w4a, g = 32 and 128). */
+ * 1x4096x14336 and 1x14336x4096, w4s and w4a, g = 32 and 128). Nor in
+ * reading the rows one after the other as one sequential stream, as the
+ * integer gemv does (a plain read of this step's 8 interleaved row streams
+ * ran 26-27 GB/s here where one stream ran 35): one row at a time with 4
+ * blocks of 128 values in flight (4 independent FMA chains), each line
+ * prefetched 1, 4 or 8 KiB ahead in the stream, took 1.15x the time warm
+ * (1x256x4096) and 2.2x (1 KiB) to 3.2-4.1x cold (2026-12-07, the same
+ * A/B and shapes, 2 or 3 rounds). */
 QK_INLINE void nib_parts(size_t nr, const __m512i *v, __m512 t, const float *xb, __m512 *part) {
 #pragma GCC unroll 8
     for (unsigned i = 1; i < 8; i++) {
@@ -488,7 +495,11 @@ void qk_gemv_q4_0_a32__avx512(const qk_matmul_args *a) { q4_0_plain(a, 0); }
  * half speed; a row at a time with two FMA chains, 8% faster in L2, ~10%
  * slower cold than this order (all rows' chunks loaded, then nibble by
  * nibble); the d as one line per step for the 8 rows ~6% slower cold than
- * per row, prefetched like the w4s scales. */
+ * per row, prefetched like the w4s scales. Again on 2026-12-07 (tools/ab.py
+ * --rounds 3 --pin 0, those two shapes, g = 32, cold): each step's 8 chunks
+ * and a line of their d together (576 bytes a step, one stream, every line
+ * prefetched 2 or 4 KiB ahead, or none) took 1.40-1.74x the time of this
+ * layout. */
 enum { RP = 8 };
 #ifndef QP_PF
 #define QP_PF 2048 /* bytes ahead in each row's codes */

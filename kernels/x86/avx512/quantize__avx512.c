@@ -600,7 +600,15 @@ QK_INLINE __m512 q4_0_signed_max(__m512i amax, __m512 mx, __m512 mn, __mmask16 l
  * took 0.96-1.01 of the time from L2 (medians of tools/ab.py --rounds 5,
  * 16x4096 (actquant 1x4096), g = 32 and 128, 2026-12-07), and it is not
  * exact: given a quiet NaN and a number it returns the number, so the NaN
- * would go unreported. */
+ * would go unreported. Nor for q4_0 (2026-12-07, the same A/B, 16x4096 and
+ * 1024x4096, warm and cold) in letting the loads do the first level's data
+ * movement: each vector holding 8 values of one block in its lower half
+ * and 8 of block i + 4 in its upper half (a load, then a merge-masked load
+ * of the upper half), so three max per key and pair of blocks take each
+ * block to 8 lanes and the whole reduction is 45 ops per key, not 61:
+ * 1.12x the time from L2 (0.99-1.03 cold), as the 64 loads per chunk in
+ * place of 32, half of them straddling two lines and half merge-masked, cost
+ * the load ports more than the 32 ops saved. */
 typedef struct { __m512i a, b; } block_part_t;
 QK_INLINE block_part_t block_part_of(const float *const *p, const float *b, size_t n, int q4) {
     const __m512i ab = _mm512_set1_epi32(0x7fffffff);
