@@ -17,6 +17,12 @@
  * share of a shared L3. */
 #define QK_STREAM_MIN_BYTES ((size_t)8 << 20)
 
+/* 1 when a packed matrix of `bytes` at dst is written with non-temporal
+ * stores: at least QK_STREAM_MIN_BYTES, and dst on a 64-byte line. */
+static inline int qk_pack_streams(size_t bytes, const void *dst) {
+    return bytes >= QK_STREAM_MIN_BYTES && ((uintptr_t)dst & 63) == 0;
+}
+
 /* Rows of X per block for a gemm driver that passes over all of W once per
  * block of rows (column tile by column tile), so that the block's rows stay
  * in cache between column tiles: about `budget` bytes of X (rows of

@@ -10,6 +10,12 @@
 
 #include "internal.h"
 
+/// One 64-byte store, non-temporal when nt (p then on a line).
+static inline __attribute__((always_inline)) void qk512_store_line(void *p, __m512i v, int nt) {
+    if (nt) _mm512_stream_si512(p, v);
+    else _mm512_storeu_si512(p, v);
+}
+
 /// Mask of the first n (<= 16) lanes.
 static inline __mmask16 qk512_mask16(size_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u); }
 /// Mask of the first n (<= 32) lanes.

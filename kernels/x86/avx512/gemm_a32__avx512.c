@@ -123,8 +123,7 @@ QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt
                         else ga_load_t4_part(bb, rb, off, live, f == GA_Q4_0, t);
                         for (size_t c = 0; c < 4; c++) {
                             uint8_t *d = out + j * gb + ((ch + c) * GA_NB + b) * 64;
-                            if (nt) _mm512_stream_si512((void *)d, t[c]);
-                            else _mm512_storeu_si512(d, t[c]);
+                            qk512_store_line(d, t[c], nt);
                         }
                     }
             } else {
@@ -141,8 +140,7 @@ QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt
                         for (size_t k = 0; k < 16; k += 4) {
                             __m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(t[k]), t[k + 1], 1);
                             v = _mm512_inserti32x4(_mm512_inserti32x4(v, t[k + 2], 2), t[k + 3], 3);
-                            if (nt) _mm512_stream_si512((void *)(d + k * 16), v);
-                            else _mm512_storeu_si512(d + k * 16, v);
+                            qk512_store_line(d + k * 16, v, nt);
                         }
                     }
             }
@@ -156,7 +154,7 @@ QK_INLINE void ga_pack_nt(ga_fmt f, const qk_qmat *w, void *packed, const int nt
 QK_INLINE void ga_pack(ga_fmt f, const qk_qmat *w, void *packed) {
     const size_t g = w->group;
     if (ga_bits(f) == 4 ? g % 32 != 0 : g % 16 != 0) ga_pack_generic(f, w, packed);
-    else if (ga_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) ga_pack_nt(f, w, packed, 1);
+    else if (qk_pack_streams(ga_pack_size(f, w), packed)) ga_pack_nt(f, w, packed, 1);
     else ga_pack_nt(f, w, packed, 0);
 }
 

@@ -186,10 +186,6 @@ static inline void gm_pack_steps4(gm_fmt f, const qk_qmat *w, size_t n, size_t j
  * 4096x14336 q8_0 0.68, q4_0 0.89, w8s 0.77-0.82, w4s 0.92-1.01 (g = 32
  * and 128); 2048x4096 (8.7 MiB packed) w8s 0.69, q4_0 0.79, q8_0 0.71;
  * 1024x4096 0.85-1.0, q8_0 1.05-1.09. */
-QK_INLINE void gm_store_line(uint8_t *p, __m512i v, int nt) {
-    if (nt) _mm512_stream_si512((void *)p, v);
-    else _mm512_storeu_si512(p, v);
-}
 QK_INLINE void gm_pack_nt(gm_fmt f, const qk_qmat *w, void *packed, const int nt) {
     size_t N = w->rows, K = w->cols, g = w->group, ng = K / g, ns = gm_steps(f, g), ks = gm_kstep(f);
     size_t gb = gm_group_bytes(f, g), scoff = ns * GM_NB * 64;
@@ -203,7 +199,7 @@ QK_INLINE void gm_pack_nt(gm_fmt f, const qk_qmat *w, void *packed, const int nt
                     for (size_t u = 0; u < ns / 4; u++) {
                         __m512i o[4];
                         gm_pack_steps4(f, w, n0 + 16 * b, j, u, o);
-                        for (size_t q = 0; q < 4; q++) gm_store_line(codes + ((4 * u + q) * GM_NB + b) * 64, o[q], nt);
+                        for (size_t q = 0; q < 4; q++) qk512_store_line(codes + ((4 * u + q) * GM_NB + b) * 64, o[q], nt);
                     }
                     continue;
                 }
@@ -228,7 +224,7 @@ QK_INLINE void gm_pack_nt(gm_fmt f, const qk_qmat *w, void *packed, const int nt
  * compiler cloned it for two formats and left the others a general copy,
  * 1.1x the time). gb is a multiple of 64. */
 QK_INLINE void gm_pack(gm_fmt f, const qk_qmat *w, void *packed) {
-    if (gm_pack_size(f, w) >= QK_STREAM_MIN_BYTES && ((uintptr_t)packed & 63) == 0) gm_pack_nt(f, w, packed, 1);
+    if (qk_pack_streams(gm_pack_size(f, w), packed)) gm_pack_nt(f, w, packed, 1);
     else gm_pack_nt(f, w, packed, 0);
 }
 

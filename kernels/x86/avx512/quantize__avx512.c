@@ -30,10 +30,6 @@ QK_INLINE void prefetch_lines(const float *p) {
     for (size_t l = 0; l < 64; l += 16) _mm_prefetch((const char *)(p + l), _MM_HINT_T0);
 }
 
-QK_INLINE void st64(void *p, __m512i v, int nt) {
-    if (nt) _mm512_stream_si512(p, v);
-    else _mm512_storeu_si512(p, v);
-}
 QK_INLINE void st32(void *p, __m256i v, int nt) {
     if (nt) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
@@ -467,7 +463,7 @@ QK_INLINE void w4_emit(const float *const *p, const float *b, size_t g, const fl
     if (g <= 64) {
         for (size_t i = 0; i < CHUNK; i += 128 / g) {
             for (size_t j = 0; j < 128 / g; j += 64 / g) prefetch_lines(qk512_at(p, b, i + j, g) + pfd);
-            st64(dst + i * g / 2, run128(p + i, b ? b + i * g : NULL, ids + i, asym ? ms + i : NULL, g, asym, twice, clamp), nt);
+            qk512_store_line(dst + i * g / 2, run128(p + i, b ? b + i * g : NULL, ids + i, asym ? ms + i : NULL, g, asym, twice, clamp), nt);
         }
     } else {
         for (size_t i = 0; i < CHUNK; i++)
@@ -475,7 +471,7 @@ QK_INLINE void w4_emit(const float *const *p, const float *b, size_t g, const fl
                 const float *x = qk512_at(p, b, i, g) + k;
                 prefetch_lines(x + pfd);
                 prefetch_lines(x + 64 + pfd);
-                st64(dst + (i * g + k) / 2, run128(NULL, x, ids + i, asym ? ms + i : NULL, 128, asym, 0, clamp), nt);
+                qk512_store_line(dst + (i * g + k) / 2, run128(NULL, x, ids + i, asym ? ms + i : NULL, 128, asym, 0, clamp), nt);
             }
     }
 }
@@ -516,7 +512,7 @@ QK_INLINE void sym_emit(const float *const *p, const float *b, size_t g, int w8,
                 __m512i q1 = sym_codes(_mm512_loadu_ps(x0 + 16), id0, qmax, clamp);
                 __m512i q2 = sym_codes(_mm512_loadu_ps(x1), id1, qmax, clamp);
                 __m512i q3 = sym_codes(_mm512_loadu_ps(x1 + 16), id1, qmax, clamp);
-                st64(dst + i * 32, pack64_epi8(q0, q1, q2, q3), nt);
+                qk512_store_line(dst + i * 32, pack64_epi8(q0, q1, q2, q3), nt);
             }
         } else {
             for (size_t i = 0; i < CHUNK; i++) {
@@ -528,7 +524,7 @@ QK_INLINE void sym_emit(const float *const *p, const float *b, size_t g, int w8,
                     __m512i q1 = sym_codes(_mm512_loadu_ps(x + k + 16), id, qmax, clamp);
                     __m512i q2 = sym_codes(_mm512_loadu_ps(x + k + 32), id, qmax, clamp);
                     __m512i q3 = sym_codes(_mm512_loadu_ps(x + k + 48), id, qmax, clamp);
-                    st64(dst + i * g + k, pack64_epi8(q0, q1, q2, q3), nt);
+                    qk512_store_line(dst + i * g + k, pack64_epi8(q0, q1, q2, q3), nt);
                 }
             }
         }
@@ -795,7 +791,7 @@ QK_INLINE uint32_t sym_fused(const float *cur, const float *nxt, size_t g, int c
             __m512i b = sym_codes(_mm512_loadu_ps(cur + k + 16), id, qmax, clamp);
             __m512i c = sym_codes(_mm512_loadu_ps(cur + k + 32), id, qmax, clamp);
             __m512i d = sym_codes(_mm512_loadu_ps(cur + k + 48), id, qmax, clamp);
-            if (w8) st64(dst + k, pack64_epi8(a, b, c, d), nt);
+            if (w8) qk512_store_line(dst + k, pack64_epi8(a, b, c, d), nt);
             else st32(dst + k / 2, nibbles_of_bytes(pack64_epi8(a, b, c, d), 1), nt);
         }
     }
