@@ -206,8 +206,8 @@ QK_INLINE __m512 t_lanes(const void *p, size_t n, size_t ng, size_t g, size_t b,
  * 0.76-1.29x (L1) the time cold (tools/ab.py --rounds 3 --pin 0,
  * 1x4096x14336 and 1x14336x4096, w4s and w4a, g = 32 and 128). Nor in
  * reading the rows one after the other as one sequential stream, as the
- * integer gemv does (a plain read of this step's 8 interleaved row streams
- * ran 26-27 GB/s here where one stream ran 35): one row at a time with 4
+ * integer gemv does (in a private read loop, not qkbench, this step's 8
+ * interleaved row streams read DRAM slower than one stream): one row at a time with 4
  * blocks of 128 values in flight (4 independent FMA chains), each line
  * prefetched 1, 4 or 8 KiB ahead in the stream, took 1.15x the time warm
  * (1x256x4096) and 2.2x (1 KiB) to 3.2-4.1x cold (2026-12-07, the same
