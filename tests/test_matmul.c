@@ -265,8 +265,9 @@ int main(void) {
         allocating |= k->tier == QK_TIER_AVX512 || k->tier == QK_TIER_AVX512VNNI;
         size_t nr = k->nr ? k->nr : 1, mr = k->mr ? k->mr : 1;
         size_t Ns[] = {1, nr + 1, 2 * nr + 3, 67};
-        size_t Ms[] = {1, mr + 1, 2 * mr + 3};
-        size_t nM = k->op == QK_OP_GEMV ? 1 : 3;
+        /* every remainder row count after whole row tiles of up to 6 rows: 1, 3, then 4 and 5 (6-row tiles) or 2 and 3 */
+        size_t Ms[] = {1, mr + 1, 2 * mr + 3, 3 * mr - 2, 4 * mr - 1};
+        size_t nM = k->op == QK_OP_GEMV ? 1 : 5;
         static const size_t gs[] = {32, 64, 128, 256, 0};
         int cases = 0, good = 0;
         for (size_t gi = 0; gi < 5; gi++) {

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """A/B of two qkbench builds on this machine: time per call of every case, side by side.
 
-usage: tools/ab.py [--rounds N] [--pin CPU] QKBENCH_A QKBENCH_B [-- BENCH ARGS...]
+usage: tools/ab.py [--rounds N] [--pin CPU] [--rename OLD=NEW] QKBENCH_A QKBENCH_B [-- BENCH ARGS...]
 
 Runs `qkbench bench --no-save --quiet BENCH ARGS` with each binary, N rounds (default 3),
 alternating which goes first, and prints per case the median over rounds of B's time per
 call over A's (below 1: B is faster) with every round's ratio, and A's median time per call.
 Timings on a shared machine drift from minute to minute, so only ratios of runs made close
 together mean much; --pin runs both under `taskset -c CPU` (one core may be busier than
-another). A Google Benchmark iteration is a calibrated batch of calls, so the time per call
+another). --rename OLD=NEW replaces OLD by NEW in A's case names, so that a kernel renamed
+between the builds (a new register tile in its name) is compared with itself. A Google Benchmark iteration is a calibrated batch of calls, so the time per call
 is the repetitions' median real_time divided by calls_per_iteration (real_time alone is
 about the same for every build, and its ratio says nothing).
 Exits 2 on a usage error, 1 when a run fails or the two builds report different cases."""
@@ -21,23 +22,28 @@ import tempfile
 
 
 def usage(msg):
-    print(f"ab.py: {msg}\nusage: tools/ab.py [--rounds N] [--pin CPU] QKBENCH_A QKBENCH_B [-- BENCH ARGS...]", file=sys.stderr)
+    print(f"ab.py: {msg}\nusage: tools/ab.py [--rounds N] [--pin CPU] [--rename OLD=NEW] QKBENCH_A QKBENCH_B [-- BENCH ARGS...]",
+          file=sys.stderr)
     sys.exit(2)
 
 
 def parse(argv):
-    rounds, pin, bins, rest = 3, None, [], []
+    rounds, pin, bins, rest, renames = 3, None, [], [], []
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--":
             rest = argv[i + 1:]
             break
-        if a in ("--rounds", "--pin"):
+        if a in ("--rounds", "--pin", "--rename"):
             if i + 1 >= len(argv):
                 usage(f"{a} needs a value")
             v = argv[i + 1]
-            if a == "--rounds":
+            if a == "--rename":
+                if "=" not in v or v.startswith("="):
+                    usage(f"--rename takes OLD=NEW, not '{v}'")
+                renames.append(tuple(v.split("=", 1)))
+            elif a == "--rounds":
                 if not v.isdigit() or int(v) < 1:
                     usage(f"--rounds must be a whole number >= 1, not '{v}'")
                 rounds = int(v)
@@ -56,11 +62,11 @@ def parse(argv):
     for b in bins:
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
             usage(f"'{b}' is not an executable file")
-    return rounds, pin, bins, rest
+    return rounds, pin, bins, rest, renames
 
 
-def per_call(binary, pin, args):
-    """{case: seconds per call} of one run."""
+def per_call(binary, pin, args, renames=()):
+    """{case: seconds per call} of one run, case names with renames applied."""
     fd, out = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
@@ -79,6 +85,8 @@ def per_call(binary, pin, args):
         if x.get("aggregate_name") != "median":
             continue
         name = x["run_name"].rsplit("/real_time", 1)[0]
+        for old, new in renames:
+            name = name.replace(old, new)
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[x.get("time_unit", "ns")]
         t[name] = x["real_time"] * scale / x.get("calls_per_iteration", 1)
     if not t:
@@ -92,11 +100,11 @@ def fmt_time(s):
 
 
 def main():
-    rounds, pin, bins, args = parse(sys.argv[1:])
+    rounds, pin, bins, args, renames = parse(sys.argv[1:])
     runs = ([], [])  # by position: A and B may be one binary (an A/A run)
     for r in range(rounds):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-            runs[i].append(per_call(bins[i], pin, args))
+            runs[i].append(per_call(bins[i], pin, args, renames if i == 0 else ()))
     cases = set(runs[0][0])
     if any(set(t) != cases for side in runs for t in side):
         print("ab.py: the two builds (or two rounds) ran different cases", file=sys.stderr)

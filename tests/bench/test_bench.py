@@ -977,10 +977,11 @@ def t_ab(q):
     d = q.fresh("ab")
     os.makedirs(d)
 
-    def fake(name, real_ns, calls):
+    def fake(name, real_ns, calls, kernel="k"):
         # a stand-in qkbench that writes one case's Google Benchmark JSON: real_time per iteration, calls per iteration
         path = os.path.join(d, name)
-        doc = {"benchmarks": [{"name": "quantize/w4s/g32/1x64/t1/warm/k/real_time_median", "run_name": "quantize/w4s/g32/1x64/t1/warm/k/real_time",
+        case = "quantize/w4s/g32/1x64/t1/warm/" + kernel
+        doc = {"benchmarks": [{"name": case + "/real_time_median", "run_name": case + "/real_time",
                                "aggregate_name": "median", "real_time": real_ns, "time_unit": "ns", "calls_per_iteration": calls}]}
         with open(path, "w") as f:
             f.write("#!%s\nimport sys\nout = [a for a in sys.argv if a.startswith('--benchmark_out=')][0].split('=', 1)[1]\n"
@@ -997,6 +998,16 @@ def t_ab(q):
                        ([a, os.path.join(d, "missing")], "not an executable")):
         p = subprocess.run([sys.executable, AB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         check(p.returncode == 2 and want in p.stderr, "ab.py %s: exit %d, %s" % (args, p.returncode, p.stderr.strip()))
+    # a kernel renamed between the builds: different cases, unless --rename maps A's name to B's
+    c = fake("fakeC", 500.0, 10, kernel="k_6x16")
+    p = subprocess.run([sys.executable, AB, "--rounds", "2", a, c], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 1 and "different cases" in p.stderr, "ab.py, a renamed kernel: exit %d, %s" % (p.returncode, p.stderr.strip()))
+    p = subprocess.run([sys.executable, AB, "--rounds", "2", "--rename", "/k=/k_6x16", a, c], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    check(p.returncode == 0 and "quantize/w4s/g32/1x64/t1/warm/k_6x16  0.500 [0.50 0.50]  A 0.10 us" in p.stdout,
+          "ab.py --rename: exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    p = subprocess.run([sys.executable, AB, "--rename", "=x", a, c], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 2 and "--rename takes OLD=NEW" in p.stderr, "ab.py --rename =x: exit %d, %s" % (p.returncode, p.stderr.strip()))
     # one binary as both A and B: two rounds, two ratios (the rounds of A and B are kept apart)
     p = subprocess.run([sys.executable, AB, "--rounds", "2", a, a], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(p.returncode == 0 and "quantize/w4s/g32/1x64/t1/warm/k  1.000 [1.00 1.00]  A 0.10 us" in p.stdout,

@@ -1,9 +1,9 @@
 /// Integer-mode gemm bodies (any M) with packed weights, shared by the avx2
 /// tier and the avxvnni tier (which includes this file with QK_GEMM_VNNI).
 ///
-/// Register tile: QK_GEMM_MR = 4 rows of X by QK_GEMM_NR = 16 rows of W (two
-/// ymm of 8 outputs); int32 sums per group, then one conversion and one scale
-/// per group into f32 sums kept in a small stack tile.
+/// Register tile: QK_GEMM_MR rows of X (4 on avx2, 6 on avxvnni) by QK_GEMM_NR = 16 rows of W (two ymm of 8 outputs); int32 sums
+/// per group, then one conversion and one scale per group into f32 sums kept
+/// in a small stack tile.
 ///
 /// Packed layout (pack() from the plain layout): tiles of 16 weight rows, tile
 /// t at byte t·tile_bytes (packed_offset(n0) = n0/16·tile_bytes); the last tile
@@ -35,7 +35,11 @@
 #include "x86/avx2/avx2_common.h"
 #include "x86/avx2/gemm_pack_impl.h"
 
+#ifdef QK_GEMM_VNNI
+#define QK_GEMM_MR 6
+#else
 #define QK_GEMM_MR 4
+#endif
 #define QK_GEMM_NR 16
 #define QK_GEMM_CHUNK ((size_t)16384)
 #define QK_GINLINE static inline __attribute__((always_inline))
@@ -364,6 +368,69 @@ QK_GINLINE void vnni_tile4_body(const int u4, const uint8_t *codes, const float 
 }
 QK_TILE4_FN(vnni_tile4_u4, vnni_tile4_body, 1)
 QK_TILE4_FN(vnni_tile4_s8, vnni_tile4_body, 0)
+
+/* vnni_tile4's tile with 6 rows: 12 int32 accumulators, so that each one
+ * takes a vpdpbusd every 6 cycles at two a cycle instead of every 4 (a chain
+ * of dots on one accumulator waits on the dot before it), and two weight
+ * loads serve 12 dots instead of 8. The 12 accumulators, two weight vectors
+ * and a broadcast take 15 of the 16 ymm registers; from intrinsics GCC kept
+ * some of them on the stack in the inner loop (4-bit weights, whose nibble
+ * split needs a register more, took 1.04-1.34x the time of the 4x16 tile), so
+ * the inner loop is written in asm. A/B against the 4x16 tile (tools/ab.py
+ * --rounds 3 --pin 0 --rename _4x16__=_6x16__, -- --isa avxvnni --shape
+ * 64x14336x4096 --shape 512x4096x14336 --group 32,128 --threads 1 --cache
+ * warm, every integer gemm, 2026-12-07): g = 128 0.87-0.95 of the time; g =
+ * 32 4-bit weights 0.92-0.99, 8-bit 0.94-1.02 (at g = 32 the per-group
+ * rescale bounds the tile: 79% of the plain dot in the probe's i8g32 loop).
+ * Rows left after the 6-row tiles take vnni_tile4 (4) or micro_tile's
+ * general loop. */
+QK_GINLINE void vnni_tile6_body(const int u4, const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K,
+                                const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a, float yt[QK_GEMM_MR][QK_GEMM_NR]) {
+    const int8_t *a3 = a0 + 3 * K;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (size_t j = 0; j < ng; j++) {
+        __m256i c00 = _mm256_set1_epi32(-off * sums[j]), c10 = _mm256_set1_epi32(-off * sums[ng + j]);
+        __m256i c20 = _mm256_set1_epi32(-off * sums[2 * ng + j]), c30 = _mm256_set1_epi32(-off * sums[3 * ng + j]);
+        __m256i c40 = _mm256_set1_epi32(-off * sums[4 * ng + j]), c50 = _mm256_set1_epi32(-off * sums[5 * ng + j]);
+        __m256i c01 = c00, c11 = c10, c21 = c20, c31 = c30, c41 = c40, c51 = c50;
+        for (size_t k = j * g, ke = k + g; k < ke; k += 4) {
+            __m256i w0, w1, b;
+            const int8_t *x0 = a0 + k, *x3 = a3 + k;
+            /* rows 0..5 at x0, x0 + K, x0 + 2K, x3, x3 + K, x3 + 2K */
+#define QK_T6_DOT(addr, r) "vpbroadcastd " addr ", %[b]\n\t%{vex%} vpdpbusd %[b], %[w0], %[c" #r "0]\n\t%{vex%} vpdpbusd %[b], %[w1], %[c" #r "1]\n\t"
+            if (u4)
+                __asm__("vmovdqu (%[cp]), %[w1]\n\t"
+                        "vpand %[m4], %[w1], %[w0]\n\t"
+                        "vpsrlw $4, %[w1], %[w1]\n\t"
+                        "vpand %[m4], %[w1], %[w1]\n\t"
+                        : [w0] "=&x"(w0), [w1] "=&x"(w1)
+                        : [cp] "r"(codes + k * 8), [m4] "m"(m4)
+                        : "memory");
+            else
+                __asm__("vmovdqu (%[cp]), %[w0]\n\tvmovdqu 32(%[cp]), %[w1]\n\t" : [w0] "=x"(w0), [w1] "=x"(w1) : [cp] "r"(codes + k * 16) : "memory");
+            __asm__(QK_T6_DOT("(%[x])", 0) QK_T6_DOT("(%[x],%[s],1)", 1) QK_T6_DOT("(%[x],%[s],2)", 2)
+                    : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [b] "=&x"(b)
+                    : [w0] "x"(w0), [w1] "x"(w1), [x] "r"(x0), [s] "r"(K)
+                    : "memory");
+            __asm__(QK_T6_DOT("(%[x])", 3) QK_T6_DOT("(%[x],%[s],1)", 4) QK_T6_DOT("(%[x],%[s],2)", 5)
+                    : [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51), [b] "=&x"(b)
+                    : [w0] "x"(w0), [w1] "x"(w1), [x] "r"(x3), [s] "r"(K)
+                    : "memory");
+#undef QK_T6_DOT
+        }
+        const __m256 s0 = _mm256_loadu_ps(sc + j * QK_GEMM_NR), s1 = _mm256_loadu_ps(sc + j * QK_GEMM_NR + 8);
+        const __m256 mn0 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR) : s0;
+        const __m256 mn1 = w4a ? _mm256_loadu_ps(mn + j * QK_GEMM_NR + 8) : s1;
+        QK_TILE4_ROW(0, c00, c01);
+        QK_TILE4_ROW(1, c10, c11);
+        QK_TILE4_ROW(2, c20, c21);
+        QK_TILE4_ROW(3, c30, c31);
+        QK_TILE4_ROW(4, c40, c41);
+        QK_TILE4_ROW(5, c50, c51);
+    }
+}
+QK_TILE4_FN(vnni_tile6_u4, vnni_tile6_body, 1)
+QK_TILE4_FN(vnni_tile6_s8, vnni_tile6_body, 0)
 #endif
 
 #ifndef QK_GEMM_VNNI
@@ -508,13 +575,16 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
     /* f32 sums live in memory: the registers hold the int32 sums and operands */
     float yt[QK_GEMM_MR][QK_GEMM_NR];
     memset(yt, 0, sizeof yt);
-    if (R == QK_GEMM_MR && g % 4 == 0 && g <= QK_GEMM_CHUNK) {
+    if ((R == QK_GEMM_MR || (QK_GEMM_MR == 6 && R == 4)) && g % 4 == 0 && g <= QK_GEMM_CHUNK) {
         const int8_t *a0 = xq->codes + m0 * K;
         const float *sa = xq->scales + m0 * ng;
         const int32_t *sums = xq->sums + m0 * ng;
 #ifdef QK_GEMM_VNNI
-        if (L == GL_U4Q) vnni_tile4_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
-        else vnni_tile4_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+        if (R == 4) {
+            if (L == GL_U4Q) vnni_tile4_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+            else vnni_tile4_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+        } else if (L == GL_U4Q) vnni_tile6_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
+        else vnni_tile6_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
 #else
         if (L == GL_U4Q) avx2_tile4_u4(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
         else avx2_tile4_s8(tile, sc, mn, a0, K, sa, sums, ng, g, off, w4a, yt);
@@ -558,6 +628,10 @@ QK_GINLINE void gemm_int_run(gemm_layout L, const qk_matmul_args *a, const int o
         size_t m0 = 0;
         for (; m0 + QK_GEMM_MR <= a->M; m0 += QK_GEMM_MR) micro_tile(L, a, tile, n0, ncols, m0, QK_GEMM_MR, off, w4a);
         switch (a->M - m0) {
+#if QK_GEMM_MR > 4
+        case 5: micro_tile(L, a, tile, n0, ncols, m0, 5, off, w4a); break;
+        case 4: micro_tile(L, a, tile, n0, ncols, m0, 4, off, w4a); break;
+#endif
         case 3: micro_tile(L, a, tile, n0, ncols, m0, 3, off, w4a); break;
         case 2: micro_tile(L, a, tile, n0, ncols, m0, 2, off, w4a); break;
         case 1: micro_tile(L, a, tile, n0, ncols, m0, 1, off, w4a); break;
