@@ -437,7 +437,14 @@ QK_TILE4_FN(vnni_tile6_s8, vnni_tile6_body, 0)
 /* The avx2 counterpart of vnni_tile4 (same conditions, same f32 order): U4Q
  * sums up to eight quads of vpmaddubsw in int16 registers per block, widened
  * into int32 sums kept on the stack; S8T accumulates vpmaddwd in int32
- * registers. Both register sets pinned like vnni_tile4's. */
+ * registers, pinned like vnni_tile4's. U4Q's quad is written in asm: from
+ * intrinsics GCC kept one of the eight int16 sums on the stack in the loop
+ * (a load, add and store each quad, a chain through memory) and copied the
+ * others between registers; in asm the sums, the two weight vectors, the
+ * broadcast and one product take 12 registers. A/B against the intrinsics
+ * (tools/ab.py --rounds 5 --pin 1, -- --isa avx2 --shape 64x14336x4096
+ * --shape 64x4096x14336 --group 32,128 --threads 1 --cache warm, W4A8 w4s
+ * and w4a, 2026-12-07): 0.86-0.94 of the time. */
 QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K,
                                 const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a, float yt[QK_GEMM_MR][QK_GEMM_NR]) {
     const int8_t *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;
@@ -450,21 +457,23 @@ QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float 
             for (size_t kb = j * g, ke = kb + g; kb < ke; kb += 32) { /* eight quads: 8·2·15·127 < 32768 */
                 __m256i p00 = _mm256_setzero_si256(), p01 = p00, p10 = p00, p11 = p00, p20 = p00, p21 = p00, p30 = p00, p31 = p00;
                 for (size_t k = kb, kq = ke - kb > 32 ? kb + 32 : ke; k < kq; k += 4) {
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(codes + k * 8));
-                    const __m256i w0 = _mm256_and_si256(v, m4), w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                    __m256i b = bcast4(a0 + k);
-                    p00 = _mm256_add_epi16(p00, _mm256_maddubs_epi16(w0, b));
-                    p01 = _mm256_add_epi16(p01, _mm256_maddubs_epi16(w1, b));
-                    b = bcast4(a1 + k);
-                    p10 = _mm256_add_epi16(p10, _mm256_maddubs_epi16(w0, b));
-                    p11 = _mm256_add_epi16(p11, _mm256_maddubs_epi16(w1, b));
-                    b = bcast4(a2 + k);
-                    p20 = _mm256_add_epi16(p20, _mm256_maddubs_epi16(w0, b));
-                    p21 = _mm256_add_epi16(p21, _mm256_maddubs_epi16(w1, b));
-                    b = bcast4(a3 + k);
-                    p30 = _mm256_add_epi16(p30, _mm256_maddubs_epi16(w0, b));
-                    p31 = _mm256_add_epi16(p31, _mm256_maddubs_epi16(w1, b));
-                    __asm__("" : "+x"(p00), "+x"(p01), "+x"(p10), "+x"(p11), "+x"(p20), "+x"(p21), "+x"(p30), "+x"(p31));
+                    __m256i w0, w1, b, t;
+                    __asm__("vmovdqu (%[cp]), %[w1]\n\t"
+                            "vpand %[m4], %[w1], %[w0]\n\t"
+                            "vpsrlw $4, %[w1], %[w1]\n\t"
+                            "vpand %[m4], %[w1], %[w1]\n\t"
+                            : [w0] "=&x"(w0), [w1] "=&x"(w1)
+                            : [cp] "r"(codes + k * 8), [m4] "m"(m4)
+                            : "memory");
+#define QK_A2_DOT(addr, r)                                                                                                   \
+    "vpbroadcastd " addr ", %[b]\n\tvpmaddubsw %[b], %[w0], %[t]\n\tvpaddw %[t], %[p" #r "0], %[p" #r "0]\n\t"            \
+    "vpmaddubsw %[b], %[w1], %[t]\n\tvpaddw %[t], %[p" #r "1], %[p" #r "1]\n\t"
+                    __asm__(QK_A2_DOT("(%[x])", 0) QK_A2_DOT("(%[x],%[s],1)", 1) QK_A2_DOT("(%[x],%[s],2)", 2) QK_A2_DOT("(%[y])", 3)
+                            : [p00] "+x"(p00), [p01] "+x"(p01), [p10] "+x"(p10), [p11] "+x"(p11), [p20] "+x"(p20), [p21] "+x"(p21),
+                              [p30] "+x"(p30), [p31] "+x"(p31), [b] "=&x"(b), [t] "=&x"(t)
+                            : [w0] "x"(w0), [w1] "x"(w1), [x] "r"(a0 + k), [y] "r"(a3 + k), [s] "r"(K)
+                            : "memory");
+#undef QK_A2_DOT
                 }
                 c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(p00, ones));
                 c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(p01, ones));
