@@ -447,7 +447,8 @@ QK_TILE4_FN(vnni_tile6_s8, vnni_tile6_body, 0)
  * and w4a, 2026-12-07): 0.86-0.94 of the time. */
 QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float *sc, const float *mn, const int8_t *a0, size_t K,
                                 const float *sa, const int32_t *sums, size_t ng, size_t g, int off, int w4a, float yt[QK_GEMM_MR][QK_GEMM_NR]) {
-    const int8_t *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;
+    const size_t rs = u4 ? K : 2 * K; /* S8T reads the int16 pairs of s8t_pairs, 2K bytes a row */
+    const int8_t *a1 = a0 + rs, *a2 = a1 + rs, *a3 = a2 + rs;
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
     for (size_t j = 0; j < ng; j++) {
         __m256i c00 = _mm256_set1_epi32(-off * sums[j]), c10 = _mm256_set1_epi32(-off * sums[ng + j]);
@@ -493,8 +494,7 @@ QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float 
                 const __m256i wb1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(c + 48)));
 #define QK_S8T_ROW(ar, lo, hi)                                                                                                      \
     do {                                                                                                                            \
-        const __m256i bq = bcast4((ar) + k);                                                                                        \
-        const __m256i pa = _mm256_srai_epi16(_mm256_slli_epi16(bq, 8), 8), pb = _mm256_srai_epi16(bq, 8);                          \
+        const __m256i pa = bcast4((ar) + 2 * k), pb = bcast4((ar) + 2 * k + 4);                                                     \
         lo = _mm256_add_epi32(lo, _mm256_add_epi32(_mm256_madd_epi16(wa0, pa), _mm256_madd_epi16(wb0, pb)));                       \
         hi = _mm256_add_epi32(hi, _mm256_add_epi32(_mm256_madd_epi16(wa1, pa), _mm256_madd_epi16(wb1, pb)));                       \
     } while (0)
@@ -577,15 +577,15 @@ QK_GINLINE void micro_piece(gemm_layout L, const uint8_t *codes, const qk_qact *
 /* Rows m0..m0+R-1 of Y for one tile (ncols <= 16 valid columns). `off` is the
  * offset the unsigned weight operand carries (8 for w4s/q4_0, 128 for S8Q, 0). */
 QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t *tile, size_t tile_n0, size_t ncols, size_t m0,
-                           const int R, const int off, const int w4a) {
+                           const int R, const int off, const int w4a, const int16_t *xe) {
     const qk_qact *xq = a->xq;
     const size_t K = a->K, g = a->group, ng = K / g;
     const float *sc = (const float *)(tile + gemm_code_bytes(L, K)), *mn = sc + ng * QK_GEMM_NR;
     /* f32 sums live in memory: the registers hold the int32 sums and operands */
     float yt[QK_GEMM_MR][QK_GEMM_NR];
     memset(yt, 0, sizeof yt);
-    if ((R == QK_GEMM_MR || (QK_GEMM_MR == 6 && R == 4)) && g % 4 == 0 && g <= QK_GEMM_CHUNK) {
-        const int8_t *a0 = xq->codes + m0 * K;
+    if ((R == QK_GEMM_MR || (QK_GEMM_MR == 6 && R == 4)) && g % 4 == 0 && g <= QK_GEMM_CHUNK && (L != GL_S8T || xe)) {
+        const int8_t *a0 = L == GL_S8T ? (const int8_t *)(xe + m0 * K) : xq->codes + m0 * K;
         const float *sa = xq->scales + m0 * ng;
         const int32_t *sums = xq->sums + m0 * ng;
 #ifdef QK_GEMM_VNNI
@@ -629,24 +629,57 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
     for (int m = 0; m < R; m++) memcpy(a->y + (m0 + m) * a->ldy + tile_n0, yt[m], ncols * sizeof(float));
 }
 
+/* S8T's activations as the int16 pairs its vpmaddwd takes: quad k..k+3 of
+ * row m as the words a_k, a_k+2, a_k+1, a_k+3 at xe[m·K + k], made once per
+ * call, so that a tile broadcasts each pair from memory (K a multiple of 4).
+ * The tile made them from one broadcast dword with three shifts per row and
+ * quad: 12 of the quad's ALU ops beside its 16 vpmaddwd, on the pipes the
+ * adds and widenings also need. A/B against those shifts (tools/ab.py
+ * --rounds 5 --pin 1, -- --isa avx2 --shape 64x14336x4096 --shape
+ * 64x4096x14336 --group 32,128 --threads 1 --cache warm, W8A8 and
+ * q8_0·q8_0, 2026-12-07): 0.84-0.90 of the time; 512x14336x4096 0.90 and
+ * 512x4096x14336 0.98 (3 rounds, g = 32), whose activations every column
+ * tile reads from L3, as int16 pairs twice the bytes (14 MiB). NULL when
+ * out of memory (the tiles then take micro_tile's general path). */
+static int16_t *s8t_pairs(const qk_qact *xq, size_t M, size_t K) {
+    int16_t *xe = aligned_alloc(32, (M * K * sizeof(int16_t) + 31) / 32 * 32);
+    if (!xe) return NULL;
+    const __m256i order = _mm256_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15, 0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14,
+                                           13, 15);
+    for (size_t m = 0; m < M; m++) {
+        const int8_t *x = xq->codes + m * K;
+        int16_t *o = xe + m * K;
+        size_t k = 0;
+        for (; k + 16 <= K; k += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(x + k));
+            v = _mm_shuffle_epi8(v, _mm256_castsi256_si128(order));
+            _mm256_storeu_si256((__m256i *)(o + k), _mm256_cvtepi8_epi16(v));
+        }
+        for (; k < K; k += 4) o[k] = x[k], o[k + 1] = x[k + 2], o[k + 2] = x[k + 1], o[k + 3] = x[k + 3];
+    }
+    return xe;
+}
+
 QK_GINLINE void gemm_int_run(gemm_layout L, const qk_matmul_args *a, const int off, const int w4a) {
     const size_t tb = gemm_tile_bytes(a->w, L);
+    int16_t *xe = L == GL_S8T && a->M >= QK_GEMM_MR && a->K % 4 == 0 ? s8t_pairs(a->xq, a->M, a->K) : NULL;
     for (size_t n0 = 0; n0 < a->N; n0 += QK_GEMM_NR) {
         const uint8_t *tile = (const uint8_t *)a->wp + n0 / QK_GEMM_NR * tb;
         const size_t ncols = a->N - n0 < QK_GEMM_NR ? a->N - n0 : QK_GEMM_NR;
         size_t m0 = 0;
-        for (; m0 + QK_GEMM_MR <= a->M; m0 += QK_GEMM_MR) micro_tile(L, a, tile, n0, ncols, m0, QK_GEMM_MR, off, w4a);
+        for (; m0 + QK_GEMM_MR <= a->M; m0 += QK_GEMM_MR) micro_tile(L, a, tile, n0, ncols, m0, QK_GEMM_MR, off, w4a, xe);
         switch (a->M - m0) {
 #if QK_GEMM_MR > 4
-        case 5: micro_tile(L, a, tile, n0, ncols, m0, 5, off, w4a); break;
-        case 4: micro_tile(L, a, tile, n0, ncols, m0, 4, off, w4a); break;
+        case 5: micro_tile(L, a, tile, n0, ncols, m0, 5, off, w4a, xe); break;
+        case 4: micro_tile(L, a, tile, n0, ncols, m0, 4, off, w4a, xe); break;
 #endif
-        case 3: micro_tile(L, a, tile, n0, ncols, m0, 3, off, w4a); break;
-        case 2: micro_tile(L, a, tile, n0, ncols, m0, 2, off, w4a); break;
-        case 1: micro_tile(L, a, tile, n0, ncols, m0, 1, off, w4a); break;
+        case 3: micro_tile(L, a, tile, n0, ncols, m0, 3, off, w4a, xe); break;
+        case 2: micro_tile(L, a, tile, n0, ncols, m0, 2, off, w4a, xe); break;
+        case 1: micro_tile(L, a, tile, n0, ncols, m0, 1, off, w4a, xe); break;
         default: break;
         }
     }
+    free(xe);
 }
 
 /* Defines the four functions of one packed gemm variant. */
