@@ -29,6 +29,18 @@
 ///
 /// Groups longer than QK_GEMM_CHUNK values are summed in pieces, each converted
 /// with the group's scale; a piece's offset correction then uses its own Σa.
+///
+/// A tile runs over the whole of K. K slices of 1024 values, every row tile
+/// over a slice before the next (the avx512 body's order, which keeps a
+/// slice's weights in L1), took 1.0-1.2x the time on avxvnni (tools/ab.py
+/// --rounds 3 --pin 0, W8A8 and W4A8, g = 32 and 128, 64x14336x4096 and
+/// 64x4096x14336, 2026-12-07): these tiles wait on their dots, not on L2.
+/// Nor does X go in blocks of rows (qk_row_block, about 512 KiB of codes, as
+/// the avx512 body's 2 MiB blocks keep X in cache between column tiles):
+/// 512x4096x14336 at g = 32 took 1.06-1.47x the time on avx2 and avxvnni
+/// (W8A8, W4A8 w4s; tools/ab.py --rounds 3 --pin 0, 2026-12-08), as every
+/// block of 36 rows reads all of W from memory again; 512x14336x4096 and
+/// 64x4096x14336 0.97-1.05.
 #ifndef QK_GEMM_INT_IMPL_H
 #define QK_GEMM_INT_IMPL_H
 

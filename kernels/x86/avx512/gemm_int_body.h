@@ -360,7 +360,12 @@ QK_INLINE void gm_pf_group(gm_pf *pf) {
  * 64x48x14336 and 64x480x14336 at 71-72%, 64x4096x14336 at 67%; the K blocks,
  * the next slice prefetched only during the second half of the row tiles,
  * slices of 256 values and the packed weights on huge pages (madvise) each
- * left 64x4096x14336 within the spread of five runs (61-72%).
+ * left 64x4096x14336 within the spread of five runs (61-72%). Nor, on
+ * 2026-12-07, a prefetch into L1 of the next row tile's activations and
+ * per-group data (sa, -off·Σa, sa·Σa) for the slice, spread over the
+ * tile's groups: 1.0-1.13x the time (W8A8 and W4A8, g = 32 and 128,
+ * 64x4096x14336, 512x4096x14336 and 64x14336x4096; tools/ab.py --rounds 3
+ * --pin 0, the two rounds of a quiet machine).
  * At g = 32 each accumulator and group also needs a multiply (sw·sa) and an
  * FMA on the two pipes that run vpdpbusd, so 8 dots in 10 is its bound (the
  * probe's i8g32 loop). Which ops share those pipes (2026-12-07, a loop of 12
