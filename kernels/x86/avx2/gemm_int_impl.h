@@ -1,9 +1,10 @@
 /// Integer-mode gemm bodies (any M) with packed weights, shared by the avx2
 /// tier and the avxvnni tier (which includes this file with QK_GEMM_VNNI).
 ///
-/// Register tile: QK_GEMM_MR rows of X (4 on avx2, 6 on avxvnni) by QK_GEMM_NR = 16 rows of W (two ymm of 8 outputs); int32 sums
-/// per group, then one conversion and one scale per group into f32 sums kept
-/// in a small stack tile.
+/// Register tile: QK_GEMM_MR rows of X (4 on avx2, 6 on avxvnni) by
+/// QK_GEMM_NR = 16 rows of W (two ymm of 8 outputs); int32 sums per group,
+/// then one conversion and one scale per group into f32 sums kept in a small
+/// stack tile.
 ///
 /// Packed layout (pack() from the plain layout): tiles of 16 weight rows, tile
 /// t at byte t·tile_bytes (packed_offset(n0) = n0/16·tile_bytes); the last tile
@@ -409,7 +410,9 @@ QK_GINLINE void vnni_tile6_body(const int u4, const uint8_t *codes, const float 
             __m256i w0, w1, b;
             const int8_t *x0 = a0 + k, *x3 = a3 + k;
             /* rows 0..5 at x0, x0 + K, x0 + 2K, x3, x3 + K, x3 + 2K */
-#define QK_T6_DOT(addr, r) "vpbroadcastd " addr ", %[b]\n\t%{vex%} vpdpbusd %[b], %[w0], %[c" #r "0]\n\t%{vex%} vpdpbusd %[b], %[w1], %[c" #r "1]\n\t"
+#define QK_T6_DOT(addr, r)                                                                                                   \
+    "vpbroadcastd " addr ", %[b]\n\t%{vex%} vpdpbusd %[b], %[w0], %[c" #r "0]\n\t"                                            \
+    "%{vex%} vpdpbusd %[b], %[w1], %[c" #r "1]\n\t"
             if (u4)
                 __asm__("vmovdqu (%[cp]), %[w1]\n\t"
                         "vpand %[m4], %[w1], %[w0]\n\t"
@@ -419,7 +422,10 @@ QK_GINLINE void vnni_tile6_body(const int u4, const uint8_t *codes, const float 
                         : [cp] "r"(codes + k * 8), [m4] "m"(m4)
                         : "memory");
             else
-                __asm__("vmovdqu (%[cp]), %[w0]\n\tvmovdqu 32(%[cp]), %[w1]\n\t" : [w0] "=x"(w0), [w1] "=x"(w1) : [cp] "r"(codes + k * 16) : "memory");
+                __asm__("vmovdqu (%[cp]), %[w0]\n\tvmovdqu 32(%[cp]), %[w1]\n\t"
+                        : [w0] "=x"(w0), [w1] "=x"(w1)
+                        : [cp] "r"(codes + k * 16)
+                        : "memory");
             __asm__(QK_T6_DOT("(%[x])", 0) QK_T6_DOT("(%[x],%[s],1)", 1) QK_T6_DOT("(%[x],%[s],2)", 2)
                     : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [b] "=&x"(b)
                     : [w0] "x"(w0), [w1] "x"(w1), [x] "r"(x0), [s] "r"(K)
