@@ -328,6 +328,20 @@ QK_GINLINE void quads(gemm_layout L, const uint8_t *codes, const int8_t *const a
         QK_TILE4_ROW(3, c30, c31);                                                                                                 \
     } while (0)
 
+/* The low and high nibbles of a U4Q quad's 32 bytes at p (m4: 0x0f in every
+ * byte), in asm for the tiles whose quads are in asm (vnni_tile6_body,
+ * avx2_tile4_body): from intrinsics GCC gave them registers that the asm's
+ * sums then needed. */
+QK_GINLINE void u4q_nibbles(const uint8_t *p, const __m256i *m4, __m256i *w0, __m256i *w1) {
+    __asm__("vmovdqu (%[cp]), %[w1]\n\t"
+            "vpand %[m4], %[w1], %[w0]\n\t"
+            "vpsrlw $4, %[w1], %[w1]\n\t"
+            "vpand %[m4], %[w1], %[w1]\n\t"
+            : [w0] "=&x"(*w0), [w1] "=&x"(*w1)
+            : [cp] "r"(p), [m4] "m"(*m4)
+            : "memory");
+}
+
 /* A tile body (vnni_tile4_body, avx2_tile4_body) as a function of its own,
  * U4 a constant: the 4-bit or the 8-bit form. */
 #define QK_TILE4_FN(name, body, U4)                                                                                                 \
@@ -413,14 +427,7 @@ QK_GINLINE void vnni_tile6_body(const int u4, const uint8_t *codes, const float 
 #define QK_T6_DOT(addr, r)                                                                                                   \
     "vpbroadcastd " addr ", %[b]\n\t%{vex%} vpdpbusd %[b], %[w0], %[c" #r "0]\n\t"                                            \
     "%{vex%} vpdpbusd %[b], %[w1], %[c" #r "1]\n\t"
-            if (u4)
-                __asm__("vmovdqu (%[cp]), %[w1]\n\t"
-                        "vpand %[m4], %[w1], %[w0]\n\t"
-                        "vpsrlw $4, %[w1], %[w1]\n\t"
-                        "vpand %[m4], %[w1], %[w1]\n\t"
-                        : [w0] "=&x"(w0), [w1] "=&x"(w1)
-                        : [cp] "r"(codes + k * 8), [m4] "m"(m4)
-                        : "memory");
+            if (u4) u4q_nibbles(codes + k * 8, &m4, &w0, &w1);
             else
                 __asm__("vmovdqu (%[cp]), %[w0]\n\tvmovdqu 32(%[cp]), %[w1]\n\t"
                         : [w0] "=x"(w0), [w1] "=x"(w1)
@@ -477,13 +484,7 @@ QK_GINLINE void avx2_tile4_body(const int u4, const uint8_t *codes, const float 
                 __m256i p00 = _mm256_setzero_si256(), p01 = p00, p10 = p00, p11 = p00, p20 = p00, p21 = p00, p30 = p00, p31 = p00;
                 for (size_t k = kb, kq = ke - kb > 32 ? kb + 32 : ke; k < kq; k += 4) {
                     __m256i w0, w1, b, t;
-                    __asm__("vmovdqu (%[cp]), %[w1]\n\t"
-                            "vpand %[m4], %[w1], %[w0]\n\t"
-                            "vpsrlw $4, %[w1], %[w1]\n\t"
-                            "vpand %[m4], %[w1], %[w1]\n\t"
-                            : [w0] "=&x"(w0), [w1] "=&x"(w1)
-                            : [cp] "r"(codes + k * 8), [m4] "m"(m4)
-                            : "memory");
+                    u4q_nibbles(codes + k * 8, &m4, &w0, &w1);
 #define QK_A2_DOT(addr, r)                                                                                                   \
     "vpbroadcastd " addr ", %[b]\n\tvpmaddubsw %[b], %[w0], %[t]\n\tvpaddw %[t], %[p" #r "0], %[p" #r "0]\n\t"            \
     "vpmaddubsw %[b], %[w1], %[t]\n\tvpaddw %[t], %[p" #r "1], %[p" #r "1]\n\t"
