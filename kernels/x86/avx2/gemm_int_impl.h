@@ -663,15 +663,13 @@ QK_GINLINE void micro_tile(gemm_layout L, const qk_matmul_args *a, const uint8_t
 static int16_t *s8t_pairs(const qk_qact *xq, size_t M, size_t K) {
     int16_t *xe = aligned_alloc(32, (M * K * sizeof(int16_t) + 31) / 32 * 32);
     if (!xe) return NULL;
-    const __m256i order = _mm256_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15, 0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14,
-                                           13, 15);
+    const __m128i order = _mm_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15); /* each quad a_k, a_k+2, a_k+1, a_k+3 */
     for (size_t m = 0; m < M; m++) {
         const int8_t *x = xq->codes + m * K;
         int16_t *o = xe + m * K;
         size_t k = 0;
         for (; k + 16 <= K; k += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(x + k));
-            v = _mm_shuffle_epi8(v, _mm256_castsi256_si128(order));
+            const __m128i v = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(x + k)), order);
             _mm256_storeu_si256((__m256i *)(o + k), _mm256_cvtepi8_epi16(v));
         }
         for (; k < K; k += 4) o[k] = x[k], o[k + 1] = x[k + 2], o[k + 2] = x[k + 1], o[k + 3] = x[k + 3];
